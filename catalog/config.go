@@ -1,0 +1,183 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/hadoop"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"gopkg.in/yaml.v3"
+
+	// Register the remote catalog types with iceberg-go's registry.
+	_ "github.com/apache/iceberg-go/catalog/glue"
+	_ "github.com/apache/iceberg-go/catalog/hive"
+	_ "github.com/apache/iceberg-go/catalog/rest"
+)
+
+// Config is a catalog configuration file in the format pyiceberg and
+// iceberg-go use:
+//
+//	catalog:
+//	  prod:
+//	    type: rest
+//	    uri: https://catalog.example.com
+//	    warehouse: s3://bucket/wh
+//	    credential: client-id:client-secret   # OAuth2 client credentials
+//	    token: eyJ...                         # or a bearer token
+//
+// Every key of a catalog's map is passed to iceberg-go as a catalog property
+// (so scope, oauth2-server-uri, s3.* and the like work too).
+type Config struct {
+	Catalogs map[string]map[string]any `yaml:"catalog"`
+}
+
+// LoadConfig reads and parses a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	var cfg Config
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
+	}
+	return &cfg, nil
+}
+
+// Properties returns the named catalog's properties as strings.
+func (c *Config) Properties(name string) (iceberg.Properties, error) {
+	m, ok := c.Catalogs[name]
+	if !ok {
+		names := make([]string, 0, len(c.Catalogs))
+		for n := range c.Catalogs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("%w: no catalog named %q (configured: %s)", ErrConfig, name, strings.Join(names, ", "))
+	}
+	props := iceberg.Properties{}
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+		case string:
+			props[k] = v
+		default:
+			props[k] = fmt.Sprint(v)
+		}
+	}
+	return props, nil
+}
+
+func defaultConfigFile() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	for _, f := range []string{".floe.yaml", ".pyiceberg.yaml"} {
+		p := filepath.Join(home, f)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func openNamed(ctx context.Context, o Options) (*Catalog, error) {
+	path := o.ConfigFile
+	if path == "" {
+		path = defaultConfigFile()
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%w: catalog %q requested but no configuration file: pass --config FILE or set %s", ErrConfig, o.Name, EnvConfig)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	props, err := cfg.Properties(o.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	kind := strings.ToLower(props.Get("type", ""))
+	if kind == "" {
+		uri := props.Get("uri", "")
+		switch {
+		case strings.HasPrefix(uri, "http://"), strings.HasPrefix(uri, "https://"):
+			kind = "rest"
+		case strings.HasPrefix(uri, "sqlite"), strings.HasSuffix(uri, ".db"):
+			kind = "sql"
+		default:
+			return nil, fmt.Errorf("%w: catalog %q in %s has no type (rest, sql, glue, hive or hadoop)", ErrConfig, o.Name, path)
+		}
+	}
+	c := &Catalog{name: o.Name, kind: kind, props: props}
+	switch kind {
+	case "sql":
+		if err := c.openSQL(ctx, props); err != nil {
+			return nil, fmt.Errorf("catalog %q (%s): %w", o.Name, path, err)
+		}
+		return c, nil
+	case "hadoop":
+		wh := props.Get("warehouse", props.Get("uri", ""))
+		cat, err := hadoop.NewCatalog(o.Name, wh, props)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %q (%s): %w", o.Name, path, err)
+		}
+		c.ice = cat
+		return c, nil
+	case "rest", "glue", "hive":
+		props["type"] = kind
+		cat, err := icecat.Load(ctx, o.Name, props)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %q (%s, type %s): %w", o.Name, path, kind, err)
+		}
+		c.ice = cat
+		return c, nil
+	default:
+		return nil, fmt.Errorf("%w: catalog %q in %s has unknown type %q (want rest, sql, glue, hive or hadoop)", ErrConfig, o.Name, path, kind)
+	}
+}
+
+// openSQL opens a SQL catalog on a SQLite file: uri "sqlite:///abs/path.db",
+// "sqlite:relative.db" or a plain path. Other databases would need their
+// drivers compiled in, which floe does not do.
+func (c *Catalog) openSQL(ctx context.Context, props iceberg.Properties) error {
+	uri := props.Get("uri", "")
+	dialect := strings.ToLower(props.Get(sqlcat.DialectKey, "sqlite"))
+	if dialect != "sqlite" {
+		return fmt.Errorf("%w: sql catalogs on %s: floe embeds only the SQLite driver", ErrUnsupported, dialect)
+	}
+	path := uri
+	for _, p := range []string{"sqlite:///", "sqlite://", "sqlite:", "jdbc:sqlite:", "file:"} {
+		if strings.HasPrefix(path, p) {
+			path = strings.TrimPrefix(path, p)
+			if p == "sqlite:///" {
+				path = "/" + path
+			}
+			break
+		}
+	}
+	if path == "" {
+		return fmt.Errorf("%w: sql catalog needs uri (a SQLite file)", ErrConfig)
+	}
+	db, err := openSQLite(path)
+	if err != nil {
+		return err
+	}
+	if _, ok := props[sqlcat.SchemaVersionKey]; !ok {
+		props[sqlcat.SchemaVersionKey] = sqlcat.SchemaVersionV1
+	}
+	cat, err := sqlcat.NewCatalog(c.name, db, sqlcat.SQLite, props)
+	if err != nil {
+		db.Close()
+		return err
+	}
+	c.ice, c.db = cat, db
+	return c.ensurePathRootTable(ctx)
+}

@@ -1,0 +1,72 @@
+package scan
+
+import (
+	"context"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+
+	"github.com/floedata/floe/rows"
+)
+
+// Live streams the rows of data file df that the delete files d leave
+// live, projected onto cols (nil = all columns), each batch with the file
+// positions of its rows. It returns the Arrow schema of the batches.
+func (r *Reader) Live(ctx context.Context, df iceberg.DataFile, d Deletes, cols []string) (*arrow.Schema, iter.Seq2[Batch, error], error) {
+	ds, err := r.LoadDeletes(ctx, df, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	fr, err := r.Open(ctx, df, cols, ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	seq := func(yield func(Batch, error) bool) {
+		var buf []byte
+		for b, err := range fr.Rows {
+			if err != nil {
+				yield(Batch{}, err)
+				return
+			}
+			out, err := keepLive(ctx, fr, b, ds, &buf)
+			b.Release()
+			if err != nil {
+				yield(Batch{}, err)
+				return
+			}
+			if out.Rec.NumRows() == 0 {
+				out.Release()
+				continue
+			}
+			if !yield(out, nil) {
+				return
+			}
+		}
+	}
+	return fr.OutSchema(), seq, nil
+}
+
+func keepLive(ctx context.Context, fr *FileRows, b Batch, ds *DeleteSet, buf *[]byte) (Batch, error) {
+	trimmed := fr.Trim(b.Rec)
+	if ds.Empty() {
+		return Batch{Rec: trimmed, Pos: b.Pos}, nil
+	}
+	defer trimmed.Release()
+	n := int(b.Rec.NumRows())
+	keep := make([]bool, n)
+	pos := make([]int64, 0, n)
+	for i := 0; i < n; i++ {
+		var del bool
+		del, *buf = ds.Deleted(b.Rec, fr.ColOf, i, b.Pos[i], *buf)
+		if !del {
+			keep[i] = true
+			pos = append(pos, b.Pos[i])
+		}
+	}
+	rec, err := rows.Select(ctx, trimmed, keep)
+	if err != nil {
+		return Batch{}, err
+	}
+	return Batch{Rec: rec, Pos: pos}, nil
+}

@@ -1,0 +1,313 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floedata/floe/rows"
+)
+
+// ErrSnapshotNotFound is wrapped when a snapshot, ref or point in time
+// does not resolve to a snapshot of the table.
+var ErrSnapshotNotFound = errors.New("snapshot not found")
+
+// At selects a table state. At most one field may be set; the zero value is
+// the current snapshot of the main branch.
+type At struct {
+	SnapshotID *int64
+	Ref        string // a branch or tag name
+	AsOfMs     *int64 // the snapshot of main that was current at this time (epoch ms)
+}
+
+// Resolve returns the snapshot that at selects, or nil when the table has
+// no snapshot at that point (an empty table, or a time before its first
+// snapshot).
+func (at At) Resolve(tbl *table.Table) (*table.Snapshot, error) {
+	name := FormatIdent(tbl.Identifier())
+	n := 0
+	if at.SnapshotID != nil {
+		n++
+	}
+	if at.Ref != "" {
+		n++
+	}
+	if at.AsOfMs != nil {
+		n++
+	}
+	if n > 1 {
+		return nil, fmt.Errorf("choose one of a snapshot id, a ref and a timestamp")
+	}
+	meta := tbl.Metadata()
+	switch {
+	case at.SnapshotID != nil:
+		s := meta.SnapshotByID(*at.SnapshotID)
+		if s == nil {
+			return nil, fmt.Errorf("%w: table %s has no snapshot %d (never existed or expired)", ErrSnapshotNotFound, name, *at.SnapshotID)
+		}
+		return s, nil
+	case at.Ref != "":
+		if _, ok := refOf(meta, at.Ref); !ok {
+			return nil, fmt.Errorf("%w: table %s has no branch or tag %q", ErrSnapshotNotFound, name, at.Ref)
+		}
+		return meta.SnapshotByName(at.Ref), nil
+	case at.AsOfMs != nil:
+		s := tbl.SnapshotAsOf(*at.AsOfMs, true)
+		if s == nil {
+			return nil, fmt.Errorf("%w: table %s has no snapshot at or before %s", ErrSnapshotNotFound, name,
+				time.UnixMilli(*at.AsOfMs).UTC().Format(time.RFC3339Nano))
+		}
+		return s, nil
+	}
+	return meta.CurrentSnapshot(), nil
+}
+
+func refOf(meta table.Metadata, name string) (table.SnapshotRef, bool) {
+	for n, r := range meta.Refs() {
+		if n == name {
+			return r, true
+		}
+	}
+	return table.SnapshotRef{}, false
+}
+
+// Options configure Rows.
+type Options struct {
+	At      At
+	Columns []string // projection; nil = all columns
+	// Filter prunes files by partition values and column statistics. It
+	// must be conservative (never rule out a file holding a matching row).
+	Filter iceberg.BooleanExpression
+	// RowFilter keeps the rows of a batch that match exactly. It sees the
+	// projected columns plus FilterColumns.
+	RowFilter     func(context.Context, arrow.RecordBatch) (arrow.RecordBatch, error)
+	FilterColumns []string
+	Limit         int64 // 0 = no limit
+	Concurrency   int   // files read at once; 0 = 4
+}
+
+// Task is a data file to read with the delete files that apply to it.
+type Task struct {
+	File    iceberg.DataFile
+	Deletes Deletes
+}
+
+// Plan lists the data files of snap that may hold rows matching filter,
+// with their delete files.
+func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter iceberg.BooleanExpression) ([]Task, error) {
+	if snap == nil {
+		return nil, nil
+	}
+	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID)}
+	if filter != nil {
+		opts = append(opts, table.WithRowFilter(filter))
+	}
+	fts, err := tbl.Scan(opts...).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", FormatIdent(tbl.Identifier()), snap.SnapshotID, err)
+	}
+	out := make([]Task, len(fts))
+	for i, t := range fts {
+		d := Deletes{Pos: t.DeleteFiles, Eq: t.EqualityDeleteFiles}
+		if len(t.DeletionVectorFiles) > 1 {
+			return nil, fmt.Errorf("%w: data file %s has %d deletion vectors; the spec allows one", ErrInvalidDeleteFile, t.File.FilePath(), len(t.DeletionVectorFiles))
+		}
+		if len(t.DeletionVectorFiles) == 1 {
+			d.DV = t.DeletionVectorFiles[0]
+		}
+		out[i] = Task{File: t.File, Deletes: d}
+	}
+	return out, nil
+}
+
+// Rows streams the live rows of a table state: deletes applied, identity
+// partition columns filled, filters applied, projected to opts.Columns.
+func Rows(ctx context.Context, tbl *table.Table, opts Options) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error], error) {
+	snap, err := opts.At.Resolve(tbl)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sid *int64
+	if snap != nil && (opts.At.SnapshotID != nil || opts.At.AsOfMs != nil) {
+		// Time travel reads with the schema of the snapshot, as Spark does;
+		// branch heads read with the table's current schema.
+		sid = &snap.SnapshotID
+	}
+	r, err := NewReader(ctx, tbl, sid)
+	if err != nil {
+		return nil, nil, err
+	}
+	outSchema, outIce, err := r.ArrowSchema(opts.Columns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("table %s: %w", FormatIdent(tbl.Identifier()), err)
+	}
+	readCols := opts.Columns
+	if readCols != nil && len(opts.FilterColumns) > 0 {
+		seen := map[string]bool{}
+		readCols = nil
+		for _, c := range append(append([]string{}, opts.Columns...), opts.FilterColumns...) {
+			if !seen[c] {
+				seen[c] = true
+				readCols = append(readCols, c)
+			}
+		}
+	}
+	_ = outIce
+	tasks, err := Plan(ctx, tbl, snap, opts.Filter)
+	if err != nil {
+		return nil, nil, err
+	}
+	nOut := outSchema.NumFields()
+	trim := func(rec arrow.RecordBatch) arrow.RecordBatch {
+		if int(rec.NumCols()) == nOut {
+			rec.Retain()
+			return rec
+		}
+		idx := make([]int, nOut)
+		for i := range idx {
+			idx[i] = i
+		}
+		return rows.Project(rec, outSchema, idx)
+	}
+	readTask := func(ctx context.Context, t Task, emit func(arrow.RecordBatch) bool) error {
+		_, seq, err := r.Live(ctx, t.File, t.Deletes, readCols)
+		if err != nil {
+			return err
+		}
+		for b, err := range seq {
+			if err != nil {
+				return err
+			}
+			rec := b.Rec
+			if opts.RowFilter != nil {
+				f, err := opts.RowFilter(ctx, rec)
+				rec.Release()
+				if err != nil {
+					return fmt.Errorf("filter rows of %s: %w", t.File.FilePath(), err)
+				}
+				rec = f
+			}
+			out := trim(rec)
+			rec.Release()
+			if out.NumRows() == 0 {
+				out.Release()
+				continue
+			}
+			if !emit(out) {
+				return nil
+			}
+		}
+		return nil
+	}
+	conc := opts.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	seq := func(yield func(arrow.RecordBatch, error) bool) {
+		remaining := opts.Limit
+		for rec, err := range ordered(ctx, conc, tasks, readTask) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if opts.Limit > 0 {
+				if remaining <= 0 {
+					rec.Release()
+					return
+				}
+				if rec.NumRows() > remaining {
+					s := rec.NewSlice(0, remaining)
+					rec.Release()
+					rec = s
+				}
+				remaining -= rec.NumRows()
+			}
+			if !yield(rec, nil) {
+				return
+			}
+			if opts.Limit > 0 && remaining <= 0 {
+				return
+			}
+		}
+	}
+	return outSchema, seq, nil
+}
+
+// ordered runs read over tasks with up to conc at once and yields their
+// batches in task order. A task's batches are held until it is its turn.
+func ordered[T any](ctx context.Context, conc int, tasks []T, read func(context.Context, T, func(arrow.RecordBatch) bool) error) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		if len(tasks) == 0 {
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			recs []arrow.RecordBatch
+			err  error
+		}
+		results := make([]chan result, len(tasks))
+		for i := range results {
+			results[i] = make(chan result, 1)
+		}
+		sem := make(chan struct{}, conc)
+		go func() {
+			for i, t := range tasks {
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					for j := i; j < len(tasks); j++ {
+						results[j] <- result{err: ctx.Err()}
+					}
+					return
+				}
+				go func(i int, t T) {
+					var res result
+					res.err = read(ctx, t, func(r arrow.RecordBatch) bool {
+						res.recs = append(res.recs, r)
+						return ctx.Err() == nil
+					})
+					results[i] <- res
+				}(i, t)
+			}
+		}()
+		defer func() {
+			cancel()
+			// Drain and release what workers produced after we stopped.
+			go func() {
+				for _, ch := range results {
+					res := <-ch
+					for _, r := range res.recs {
+						r.Release()
+					}
+				}
+			}()
+		}()
+		for i := range tasks {
+			res := <-results[i]
+			results[i] <- result{} // keep the drainer from blocking
+			<-sem
+			if res.err != nil {
+				for _, r := range res.recs {
+					r.Release()
+				}
+				yield(nil, res.err)
+				return
+			}
+			for j, r := range res.recs {
+				if !yield(r, nil) {
+					for _, rest := range res.recs[j+1:] {
+						rest.Release()
+					}
+					return
+				}
+			}
+		}
+	}
+}

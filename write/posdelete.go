@@ -1,0 +1,116 @@
+package write
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// Field IDs of the position delete file columns, reserved by the spec.
+const (
+	filePathFieldID = 2147483546
+	posFieldID      = 2147483545
+)
+
+var posDeleteSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "file_path", Type: arrow.BinaryTypes.String, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{fmt.Sprint(filePathFieldID)})},
+	{Name: "pos", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{fmt.Sprint(posFieldID)})},
+}, nil)
+
+// writePositionDeletes writes a file-scoped v2 position delete file for one
+// data file: its sorted positions, with referenced_data_file set so readers
+// can skip it for every other file.
+func writePositionDeletes(ctx context.Context, tbl *table.Table, fs iceio.WriteFileIO, df iceberg.DataFile, positions []int64) (iceberg.DataFile, error) {
+	positions = slices.Clone(positions)
+	slices.Sort(positions)
+	positions = slices.Compact(positions)
+	lp, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, err
+	}
+	path := lp.NewDataLocation(fmt.Sprintf("delete-%s-pos.parquet", uuid.NewString()))
+	w, err := fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create position delete file %s: %w", path, err)
+	}
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(true))
+	pw, err := pqarrow.NewFileWriter(posDeleteSchema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	pb := array.NewStringBuilder(memory.DefaultAllocator)
+	ib := array.NewInt64Builder(memory.DefaultAllocator)
+	for _, p := range positions {
+		pb.Append(df.FilePath())
+		ib.Append(p)
+	}
+	pa, ia := pb.NewArray(), ib.NewArray()
+	pb.Release()
+	ib.Release()
+	rec := array.NewRecordBatch(posDeleteSchema, []arrow.Array{pa, ia}, int64(len(positions)))
+	pa.Release()
+	ia.Release()
+	err = pw.WriteBuffered(rec)
+	rec.Release()
+	if err == nil {
+		err = pw.Close()
+	} else {
+		pw.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write position delete file %s: %w", path, err)
+	}
+	size, err := fileSize(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	spec := tbl.Metadata().PartitionSpecByID(int(df.SpecID()))
+	if spec == nil {
+		return nil, fmt.Errorf("data file %s has unknown partition spec %d", df.FilePath(), df.SpecID())
+	}
+	b, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentPosDeletes, path, iceberg.ParquetFile,
+		df.Partition(), nil, nil, int64(len(positions)), size)
+	if err != nil {
+		return nil, err
+	}
+	lo := []byte(df.FilePath())
+	b.ReferencedDataFile(df.FilePath()).
+		LowerBoundValues(map[int][]byte{filePathFieldID: lo, posFieldID: le64(positions[0])}).
+		UpperBoundValues(map[int][]byte{filePathFieldID: lo, posFieldID: le64(positions[len(positions)-1])}).
+		ValueCounts(map[int]int64{filePathFieldID: int64(len(positions)), posFieldID: int64(len(positions))}).
+		NullValueCounts(map[int]int64{filePathFieldID: 0, posFieldID: 0})
+	return b.Build(), nil
+}
+
+func le64(v int64) []byte {
+	b := make([]byte, 8)
+	for i := 0; i < 8; i++ {
+		b[i] = byte(uint64(v) >> (8 * i))
+	}
+	return b
+}
+
+func fileSize(fs iceio.IO, path string) (int64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", path, err)
+	}
+	return st.Size(), nil
+}
