@@ -174,4 +174,3 @@ func conform(rec arrow.RecordBatch, schema *arrow.Schema, fill []fillSpec) (arro
 	}
 	return array.NewRecordBatch(schema, cols, rec.NumRows()), nil
 }
-

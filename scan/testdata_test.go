@@ -49,7 +49,9 @@ func readAll(t *testing.T, tbl *table.Table, opts scan.Options) ([]string, error
 // snapshotsInOrder lists a table's snapshots by sequence number.
 func snapshotsInOrder(tbl *table.Table) []table.Snapshot {
 	snaps := append([]table.Snapshot(nil), tbl.Metadata().Snapshots()...)
-	sort.Slice(snaps, func(i, j int) bool { return snaps[i].SequenceNumber < snaps[j].SequenceNumber || (snaps[i].SequenceNumber == snaps[j].SequenceNumber && snaps[i].TimestampMs < snaps[j].TimestampMs) })
+	sort.Slice(snaps, func(i, j int) bool {
+		return snaps[i].SequenceNumber < snaps[j].SequenceNumber || (snaps[i].SequenceNumber == snaps[j].SequenceNumber && snaps[i].TimestampMs < snaps[j].TimestampMs)
+	})
 	return snaps
 }
 
