@@ -457,3 +457,17 @@ func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string) i
 		}
 	}
 }
+
+// PositionDeletePaths lists the data files a position delete file refers
+// to (loading and caching it).
+func (r *Reader) PositionDeletePaths(ctx context.Context, pf iceberg.DataFile) ([]string, error) {
+	p, err := r.posDeletes(ctx, pf)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(p.by))
+	for path := range p.by {
+		out = append(out, path)
+	}
+	return out, nil
+}

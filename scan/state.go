@@ -233,3 +233,13 @@ func pathInBounds(pos iceberg.DataFile, path string) bool {
 	}
 	return true
 }
+
+// SamePartitionOrGlobal reports whether equality delete file d can apply
+// to data file e by partition: the same spec and partition, or d in an
+// unpartitioned spec.
+func SamePartitionOrGlobal(st *State, e, d *Entry) bool {
+	if spec, ok := st.specs[int(d.File.SpecID())]; ok && spec.IsUnpartitioned() {
+		return true
+	}
+	return partKey(e.File) == partKey(d.File)
+}

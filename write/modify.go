@@ -44,6 +44,10 @@ type Request struct {
 	// Filter prunes the candidate files of the Visitor (nil = all files).
 	Filter  iceberg.BooleanExpression
 	Visitor *Visitor
+	// RemoveAll removes every data file of the branch head (and the delete
+	// files that apply to them) without reading them: an overwrite of the
+	// whole table. Visitor and Filter are ignored.
+	RemoveAll bool
 	// Inserts are rows appended by the change, in the table's Arrow
 	// schema (as scan.Reader.ArrowSchema(nil) gives it).
 	Inserts iter.Seq2[arrow.RecordBatch, error]
@@ -142,6 +146,9 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 	reader, err := scan.NewReader(ctx, tbl, nil)
 	if err != nil {
 		return res, err
+	}
+	if req.RemoveAll {
+		return res, res.removeAll(ctx, req)
 	}
 	var touched []touchedFile
 	if req.Visitor != nil && base != nil {
@@ -475,4 +482,51 @@ func Cleanup(fs iceio.IO, paths []string) {
 	for _, p := range paths {
 		_ = fs.Remove(p)
 	}
+}
+
+// removeAll prepares an overwrite of the whole table: every live file goes,
+// the inserts come in.
+func (res *Result) removeAll(ctx context.Context, req Request) error {
+	if res.Base != nil {
+		fs, err := res.Table.FS(ctx)
+		if err != nil {
+			return err
+		}
+		st, err := scan.LoadState(ctx, fs, res.Table.Metadata(), res.Base)
+		if err != nil {
+			return err
+		}
+		for _, e := range st.Data {
+			res.RemoveData = append(res.RemoveData, e.File)
+			res.Touched = append(res.Touched, e.Path())
+			res.RowsRemoved += e.File.Count()
+		}
+		for _, e := range st.Deletes {
+			res.RemoveDeletes = append(res.RemoveDeletes, e.File)
+		}
+	}
+	if req.Inserts == nil {
+		return nil
+	}
+	reader, err := scan.NewReader(ctx, res.Table, nil)
+	if err != nil {
+		return err
+	}
+	schema, _, err := reader.ArrowSchema(nil)
+	if err != nil {
+		return err
+	}
+	counted := func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range req.Inserts {
+			if err == nil {
+				res.RowsAdded += rec.NumRows()
+			}
+			if !yield(rec, err) {
+				return
+			}
+		}
+	}
+	files, err := writeData(ctx, res.Table, schema, counted)
+	res.AddData = files
+	return err
 }

@@ -1,0 +1,438 @@
+package changelog
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/scan"
+)
+
+// run computes the changelog and hands each output batch (full schema:
+// all data columns and the metadata columns) to emit, which takes it.
+func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) error {
+	if len(c.rng.Snapshots) == 0 {
+		return nil
+	}
+	fs, err := c.tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	src := &source{c: c, fs: fs, states: map[int64]*scan.State{}}
+	n := c.dataSch.NumFields()
+	var global *rows.Partitioner
+	if c.opts.NetChanges {
+		global = rows.NewPartitioner(c.full, c.dataCols, c.opts.MemoryBudget, c.opts.TempDir)
+	} else if c.opts.PerKey != PerKeyNone {
+		global = rows.NewPartitioner(c.full, c.idCols, c.opts.MemoryBudget, c.opts.TempDir)
+	}
+	if global != nil {
+		defer global.Close()
+	}
+	stopped := false
+	out := func(rec arrow.RecordBatch) error {
+		if stopped {
+			rec.Release()
+			return nil
+		}
+		if global != nil {
+			err := global.Add(ctx, rec)
+			rec.Release()
+			return err
+		}
+		if !emit(rec) {
+			stopped = true
+		}
+		return nil
+	}
+	for ordinal, s := range c.rng.Snapshots {
+		if stopped {
+			return nil
+		}
+		// Group the snapshot's raw changes by identifier (update images) or
+		// by whole row (carry-over removal).
+		keyCols := c.dataCols
+		if c.updates {
+			keyCols = c.idCols
+		}
+		part := rows.NewPartitioner(c.full, keyCols, c.opts.MemoryBudget, c.opts.TempDir)
+		k, err := src.changes(ctx, s, ordinal, func(rec arrow.RecordBatch) error {
+			err := part.Add(ctx, rec)
+			rec.Release()
+			return err
+		})
+		if err != nil {
+			part.Close()
+			return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
+		}
+		_ = k
+		for recs, err := range part.Partitions() {
+			if err != nil {
+				part.Close()
+				return err
+			}
+			res, err := c.processSnapshot(ctx, recs, s.SnapshotID)
+			for _, r := range recs {
+				r.Release()
+			}
+			if err != nil {
+				part.Close()
+				return err
+			}
+			if res != nil {
+				if err := out(res); err != nil {
+					part.Close()
+					return err
+				}
+			}
+		}
+		part.Close()
+	}
+	if global == nil || stopped {
+		return nil
+	}
+	for recs, err := range global.Partitions() {
+		if err != nil {
+			return err
+		}
+		var res arrow.RecordBatch
+		if c.opts.NetChanges {
+			res, err = c.netChanges(ctx, recs)
+		} else {
+			res, err = c.perKey(ctx, recs)
+		}
+		for _, r := range recs {
+			r.Release()
+		}
+		if err != nil {
+			return err
+		}
+		if res != nil && !emit(res) {
+			return nil
+		}
+	}
+	_ = n
+	return nil
+}
+
+// rowRef is one row of a partition: which batch, which row, its change
+// type, and its keys.
+type rowRef struct {
+	b, i     int
+	kind     string
+	ordinal  int32
+	snapshot int64
+	full     string
+	id       string
+}
+
+// outRow is a row to output: a source row with its change type, ordinal
+// and snapshot (which per-key views may take from another event).
+type outRow struct {
+	rowRef
+	kind     string
+	ordinal  int32
+	snapshot int64
+}
+
+func as(r rowRef, kind string) outRow { return outRow{r, kind, r.ordinal, r.snapshot} }
+
+func (c *Changelog) refs(recs []arrow.RecordBatch, withID bool) []rowRef {
+	n := c.dataSch.NumFields()
+	var out []rowRef
+	var buf []byte
+	for b, rec := range recs {
+		kinds := rec.Column(n).(*array.String)
+		ords := rec.Column(n + 1).(*array.Int32)
+		snaps := rec.Column(n + 2).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			buf = rows.AppendKey(buf[:0], rec, c.dataCols, i)
+			r := rowRef{b: b, i: i, kind: kinds.Value(i), ordinal: ords.Value(i), snapshot: snaps.Value(i), full: string(buf)}
+			if withID {
+				buf = rows.AppendKey(buf[:0], rec, c.idCols, i)
+				r.id = string(buf)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// removeCarryovers cancels DELETE/INSERT pairs of identical rows within
+// one snapshot, as a multiset: of each distinct row, max(0, d-i) deletes
+// or max(0, i-d) inserts survive, the first ones in order (NULL equals
+// NULL).
+func removeCarryovers(refs []rowRef) []rowRef {
+	type count struct{ d, i int }
+	counts := map[string]*count{}
+	for _, r := range refs {
+		ct := counts[r.full]
+		if ct == nil {
+			ct = &count{}
+			counts[r.full] = ct
+		}
+		if r.kind == Delete {
+			ct.d++
+		} else {
+			ct.i++
+		}
+	}
+	keep := map[string]*count{}
+	for k, ct := range counts {
+		m := min(ct.d, ct.i)
+		keep[k] = &count{d: ct.d - m, i: ct.i - m}
+	}
+	var out []rowRef
+	for _, r := range refs {
+		k := keep[r.full]
+		if r.kind == Delete && k.d > 0 {
+			k.d--
+			out = append(out, r)
+		} else if r.kind != Delete && k.i > 0 {
+			k.i--
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// processSnapshot removes carry-overs from one partition of a snapshot's
+// raw changes and, when asked, pairs DELETE and INSERT of one identifier
+// into UPDATE_BEFORE and UPDATE_AFTER.
+func (c *Changelog) processSnapshot(ctx context.Context, recs []arrow.RecordBatch, snapshotID int64) (arrow.RecordBatch, error) {
+	refs := removeCarryovers(c.refs(recs, c.updates))
+	kinds := make([]string, len(refs))
+	for i, r := range refs {
+		kinds[i] = r.kind
+	}
+	if c.updates {
+		groups := map[string][]int{}
+		var order []string
+		for i, r := range refs {
+			if _, ok := groups[r.id]; !ok {
+				order = append(order, r.id)
+			}
+			groups[r.id] = append(groups[r.id], i)
+		}
+		for _, id := range order {
+			g := groups[id]
+			var dels, ins []int
+			for _, i := range g {
+				if refs[i].kind == Delete {
+					dels = append(dels, i)
+				} else {
+					ins = append(ins, i)
+				}
+			}
+			if len(dels) >= 2 {
+				r := refs[dels[0]]
+				return nil, fmt.Errorf("%w: Cannot compute updates because there are multiple rows with the same identifier fields([%s]). Please make sure the rows are unique. (snapshot %d, %s)",
+					ErrDuplicateIdentifier, strings.Join(c.idNames, ","), snapshotID, rows.FormatKey(recs[r.b], c.idCols, r.i))
+			}
+			if len(dels) == 1 && len(ins) >= 1 {
+				kinds[dels[0]] = UpdateBefore
+				kinds[ins[0]] = UpdateAfter
+			}
+		}
+	}
+	outs := make([]outRow, len(refs))
+	for i, r := range refs {
+		outs[i] = as(r, kinds[i])
+	}
+	return c.build(ctx, recs, outs)
+}
+
+// build gathers the chosen rows of a partition with their (possibly new)
+// change types into one batch.
+func (c *Changelog) build(ctx context.Context, recs []arrow.RecordBatch, refs []outRow) (arrow.RecordBatch, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	n := c.dataSch.NumFields()
+	// Take rows batch by batch, then concatenate.
+	byBatch := map[int][]int64{}
+	var batchOrder []int
+	pos := make([]struct{ b, j int }, len(refs))
+	for k, r := range refs {
+		r := r.rowRef
+		if _, ok := byBatch[r.b]; !ok {
+			batchOrder = append(batchOrder, r.b)
+		}
+		pos[k] = struct{ b, j int }{r.b, len(byBatch[r.b])}
+		byBatch[r.b] = append(byBatch[r.b], int64(r.i))
+	}
+	sort.Ints(batchOrder)
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	offset := map[int]int{}
+	total := 0
+	for _, b := range batchOrder {
+		t, err := rows.Take(ctx, recs[b], byBatch[b])
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, t)
+		offset[b] = total
+		total += len(byBatch[b])
+	}
+	all, err := rows.Concat(c.full, parts)
+	if err != nil {
+		return nil, err
+	}
+	defer all.Release()
+	// Output order follows refs; rebuild the metadata columns.
+	idx := make([]int64, len(refs))
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	defer sb.Release()
+	ob := array.NewInt32Builder(memory.DefaultAllocator)
+	defer ob.Release()
+	nb := array.NewInt64Builder(memory.DefaultAllocator)
+	defer nb.Release()
+	for k, r := range refs {
+		idx[k] = int64(offset[pos[k].b] + pos[k].j)
+		sb.Append(r.kind)
+		ob.Append(r.ordinal)
+		nb.Append(r.snapshot)
+	}
+	ordered, err := rows.Take(ctx, all, idx)
+	if err != nil {
+		return nil, err
+	}
+	defer ordered.Release()
+	ct, co, cs := sb.NewArray(), ob.NewArray(), nb.NewArray()
+	defer ct.Release()
+	defer co.Release()
+	defer cs.Release()
+	cols := append([]arrow.Array{}, ordered.Columns()...)
+	cols[n], cols[n+1], cols[n+2] = ct, co, cs
+	return array.NewRecordBatch(c.full, cols, int64(len(refs))), nil
+}
+
+// netChanges implements the reference's net-change iterator over one
+// partition (grouped by whole data row across snapshots).
+func (c *Changelog) netChanges(ctx context.Context, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	refs := c.refs(recs, false)
+	groups := map[string][]int{}
+	var order []string
+	for i, r := range refs {
+		if _, ok := groups[r.full]; !ok {
+			order = append(order, r.full)
+		}
+		groups[r.full] = append(groups[r.full], i)
+	}
+	var outs []outRow
+	for _, key := range order {
+		g := groups[key]
+		sort.SliceStable(g, func(a, b int) bool {
+			ra, rb := refs[g[a]], refs[g[b]]
+			if ra.ordinal != rb.ordinal {
+				return ra.ordinal < rb.ordinal
+			}
+			return ra.kind < rb.kind // DELETE < INSERT
+		})
+		first := -1
+		cnt := 0
+		for _, i := range g {
+			if first < 0 || cnt == 0 {
+				first, cnt = i, 1
+				continue
+			}
+			if refs[i].kind == refs[first].kind {
+				cnt++
+			} else {
+				cnt--
+			}
+		}
+		for j := 0; j < cnt; j++ {
+			outs = append(outs, as(refs[first], refs[first].kind))
+		}
+	}
+	return c.build(ctx, recs, outs)
+}
+
+// perKey reduces one partition (grouped by identifier across snapshots)
+// to the latest action or the net change per identifier.
+func (c *Changelog) perKey(ctx context.Context, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	refs := c.refs(recs, true)
+	groups := map[string][]int{}
+	var order []string
+	for i, r := range refs {
+		if _, ok := groups[r.id]; !ok {
+			order = append(order, r.id)
+		}
+		groups[r.id] = append(groups[r.id], i)
+	}
+	rank := map[string]int{UpdateBefore: 0, Delete: 1, UpdateAfter: 2, Insert: 3}
+	var outs []outRow
+	for _, id := range order {
+		g := groups[id]
+		sort.SliceStable(g, func(a, b int) bool {
+			ra, rb := refs[g[a]], refs[g[b]]
+			if ra.ordinal != rb.ordinal {
+				return ra.ordinal < rb.ordinal
+			}
+			return rank[ra.kind] < rank[rb.kind]
+		})
+		// Check that the identifier names at most one live row throughout:
+		// the live count, from an unknown start of 0 or 1, must stay in [0,1].
+		lo, hi := 0, 1 // possible start counts
+		live := 0
+		for _, i := range g {
+			switch refs[i].kind {
+			case Insert:
+				live++
+			case Delete:
+				live--
+			}
+			if live+lo < 0 {
+				lo = -live
+			}
+			if live+hi > 1 {
+				hi = 1 - live
+			}
+			if lo > hi {
+				r := refs[i]
+				return nil, fmt.Errorf("%w: several live rows share the identifier (%s) (snapshot %d); per-key changes need unique identifiers: use --net-changes instead",
+					ErrDuplicateIdentifier, rows.FormatKey(recs[r.b], c.idCols, r.i), r.snapshot)
+			}
+		}
+		last := refs[g[len(g)-1]]
+		switch c.opts.PerKey {
+		case PerKeyLatest:
+			// The latest action, ignoring before-images.
+			for j := len(g) - 1; j >= 0; j-- {
+				if refs[g[j]].kind != UpdateBefore {
+					last = refs[g[j]]
+					break
+				}
+			}
+			outs = append(outs, as(last, last.kind))
+		case PerKeyNet:
+			first := refs[g[0]]
+			hadBefore := first.kind == Delete || first.kind == UpdateBefore
+			hasAfter := last.kind == Insert || last.kind == UpdateAfter
+			// The net change carries the ordinal and snapshot of the last
+			// event, when the key reached its end state.
+			at := func(r rowRef, kind string) outRow { return outRow{r, kind, last.ordinal, last.snapshot} }
+			switch {
+			case !hadBefore && hasAfter:
+				outs = append(outs, at(last, Insert))
+			case hadBefore && !hasAfter:
+				outs = append(outs, at(first, Delete))
+			case hadBefore && hasAfter && first.full != last.full:
+				outs = append(outs, at(first, UpdateBefore), at(last, UpdateAfter))
+			}
+		}
+	}
+	return c.build(ctx, recs, outs)
+}

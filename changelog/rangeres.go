@@ -1,0 +1,196 @@
+package changelog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floedata/floe/scan"
+)
+
+// Range is a resolved changelog range: the snapshots whose changes are
+// reported, oldest first, each with its ordinal. Replace snapshots
+// (compactions, manifest rewrites) change no rows and get no ordinal.
+type Range struct {
+	Snapshots []*table.Snapshot
+	Start     *int64 // exclusive start, nil = from the first snapshot
+	End       *int64 // inclusive end, nil = empty range
+}
+
+// resolveRange turns the options into a range, following Iceberg's
+// SparkChangelogScanBuilder and BaseIncrementalScan exactly, with the
+// branch head of opts.Ref in place of main's current snapshot.
+func resolveRange(tbl *table.Table, o *Options) (*Range, error) {
+	meta := tbl.Metadata()
+	name := scan.FormatIdent(tbl.Identifier())
+	if o.StartSnapshotID != nil && o.StartTimestampMs != nil {
+		return nil, fmt.Errorf("%w: Cannot set both start-snapshot-id and start-timestamp for changelogs", ErrInvalidOptions)
+	}
+	if o.EndSnapshotID != nil && o.EndTimestampMs != nil {
+		return nil, fmt.Errorf("%w: Cannot set both end-snapshot-id and end-timestamp for changelogs", ErrInvalidOptions)
+	}
+	if o.StartTimestampMs != nil && o.EndTimestampMs != nil && !(*o.StartTimestampMs < *o.EndTimestampMs) {
+		return nil, fmt.Errorf("%w: Cannot set start-timestamp to be greater than end-timestamp for changelogs", ErrInvalidOptions)
+	}
+	ref := o.Ref
+	if ref == "" {
+		ref = table.MainBranch
+	}
+	var head *table.Snapshot
+	found := false
+	for n, r := range meta.Refs() {
+		if n == ref {
+			found = true
+			head = meta.SnapshotByID(r.SnapshotID)
+		}
+	}
+	if !found && ref != table.MainBranch {
+		return nil, fmt.Errorf("%w: table %s has no branch or tag %q", ErrInvalidRange, name, ref)
+	}
+	lookup := func(id int64) *table.Snapshot { return meta.SnapshotByID(id) }
+	headAncestors := func() []*table.Snapshot {
+		if head == nil {
+			return nil
+		}
+		return ancestors(head, lookup)
+	}
+
+	start, end := o.StartSnapshotID, o.EndSnapshotID
+	if o.StartTimestampMs != nil {
+		ts := *o.StartTimestampMs
+		if head == nil || ts > head.TimestampMs {
+			return &Range{}, nil
+		}
+		s, err := oldestAncestorAfter(headAncestors(), ts)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case s == nil:
+			start = nil
+		case s.TimestampMs == ts:
+			id := s.SnapshotID
+			start = &id
+		default:
+			start = s.ParentSnapshotID
+		}
+	}
+	if o.EndTimestampMs != nil {
+		end = nil
+		for _, s := range headAncestors() {
+			if s.TimestampMs <= *o.EndTimestampMs {
+				id := s.SnapshotID
+				end = &id
+				break
+			}
+		}
+		if (start == nil && end == nil) || (start != nil && end != nil && *start == *end) {
+			return &Range{}, nil
+		}
+	}
+
+	// BaseIncrementalScan.planFiles
+	if start == nil && end == nil && head == nil {
+		return &Range{}, nil
+	}
+	var to *table.Snapshot
+	if end != nil {
+		to = lookup(*end)
+		if to == nil {
+			return nil, fmt.Errorf("%w: Cannot find the end snapshot: %d (table %s; it never existed or has expired)", ErrInvalidRange, *end, name)
+		}
+	} else {
+		if head == nil {
+			return nil, fmt.Errorf("%w: End snapshot is not set and table has no current snapshot (table %s, branch %s)", ErrInvalidRange, name, ref)
+		}
+		to = head
+	}
+	chain := ancestors(to, lookup)
+	var snaps []*table.Snapshot
+	if start != nil {
+		ok := false
+		for i, s := range chain {
+			if s.ParentSnapshotID != nil && *s.ParentSnapshotID == *start {
+				ok = true
+				snaps = chain[:i+1]
+				break
+			}
+		}
+		if !ok {
+			why := "it is not in the history of the end snapshot (rolled back, on another branch, or a later snapshot)"
+			if lookup(*start) == nil {
+				why = "it is not in the table's metadata (expired, or never existed) and no retained ancestor has it as parent"
+			}
+			return nil, fmt.Errorf("%w: %w: Starting snapshot (exclusive) %d is not a parent ancestor of end snapshot %d: %s; a consumer that processed up to %d must rebuild from the current state",
+				ErrInvalidRange, ErrRebuildNeeded, *start, to.SnapshotID, why, *start)
+		}
+	} else {
+		snaps = chain
+		// Without a start the range reaches the oldest ancestor still in
+		// the metadata; if history was expired, earlier changes are lost.
+	}
+	// oldest first, replace snapshots dropped
+	out := make([]*table.Snapshot, 0, len(snaps))
+	for i := len(snaps) - 1; i >= 0; i-- {
+		s := snaps[i]
+		if s.Summary != nil && s.Summary.Operation == table.OpReplace {
+			continue
+		}
+		out = append(out, s)
+	}
+	endID := to.SnapshotID
+	return &Range{Snapshots: out, Start: start, End: &endID}, nil
+}
+
+// ancestors lists s and its ancestors, newest first, stopping at the first
+// parent that is no longer in the metadata.
+func ancestors(s *table.Snapshot, lookup func(int64) *table.Snapshot) []*table.Snapshot {
+	var out []*table.Snapshot
+	seen := map[int64]bool{}
+	for s != nil && !seen[s.SnapshotID] {
+		seen[s.SnapshotID] = true
+		out = append(out, s)
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = lookup(*s.ParentSnapshotID)
+	}
+	return out
+}
+
+// oldestAncestorAfter is Iceberg's SnapshotUtil.oldestAncestorAfter over
+// the given ancestry (newest first).
+func oldestAncestorAfter(chain []*table.Snapshot, ts int64) (*table.Snapshot, error) {
+	if len(chain) == 0 {
+		return nil, nil
+	}
+	var last *table.Snapshot
+	for _, s := range chain {
+		if s.TimestampMs < ts {
+			return last, nil
+		} else if s.TimestampMs == ts {
+			return s, nil
+		}
+		last = s
+	}
+	if last != nil && last.ParentSnapshotID == nil {
+		return last, nil
+	}
+	return nil, fmt.Errorf("%w: %w: Cannot find snapshot older than %s (history before the oldest retained snapshot has expired)",
+		ErrInvalidRange, ErrRebuildNeeded, javaLocalDateTime(ts))
+}
+
+// javaLocalDateTime formats epoch millis as Java's LocalDateTime.toString
+// does in UTC, as Iceberg's DateTimeUtil.formatTimestampMillis.
+func javaLocalDateTime(ms int64) string {
+	t := time.UnixMilli(ms).UTC()
+	s := t.Format("2006-01-02T15:04")
+	if t.Second() != 0 || t.Nanosecond() != 0 {
+		s += t.Format(":05")
+		if t.Nanosecond() != 0 {
+			s += fmt.Sprintf(".%03d", t.Nanosecond()/1e6)
+		}
+	}
+	return s
+}

@@ -1,0 +1,342 @@
+package changelog
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/scan"
+)
+
+// snapshotFiles are the files one snapshot added and removed.
+type snapshotFiles struct {
+	addedData, removedData       []*scan.Entry
+	addedDeletes, removedDeletes []*scan.Entry
+}
+
+// filesOf reads the manifests a snapshot wrote and returns the entries it
+// added or removed (EXISTING entries are ignored, as the reference does).
+func filesOf(ctx context.Context, fs iceio.IO, s *table.Snapshot) (*snapshotFiles, error) {
+	manifests, err := s.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d: read manifest list %s: %w", s.SnapshotID, s.ManifestList, err)
+	}
+	out := &snapshotFiles{}
+	for _, m := range manifests {
+		if m.SnapshotID() != s.SnapshotID {
+			continue
+		}
+		for e, err := range m.Entries(fs, false) {
+			if err != nil {
+				return nil, fmt.Errorf("snapshot %d: read manifest %s: %w", s.SnapshotID, m.FilePath(), err)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if e.SnapshotID() != s.SnapshotID {
+				continue
+			}
+			ent := &scan.Entry{File: e.DataFile(), DataSeq: e.SequenceNum(), SnapshotID: e.SnapshotID()}
+			data := e.DataFile().ContentType() == iceberg.EntryContentData
+			switch e.Status() {
+			case iceberg.EntryStatusADDED:
+				if data {
+					out.addedData = append(out.addedData, ent)
+				} else {
+					out.addedDeletes = append(out.addedDeletes, ent)
+				}
+			case iceberg.EntryStatusDELETED:
+				if data {
+					out.removedData = append(out.removedData, ent)
+				} else {
+					out.removedDeletes = append(out.removedDeletes, ent)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// hasDeleteFiles says whether a snapshot may hold delete files, from its
+// summary when it has one.
+func hasDeleteFiles(s *table.Snapshot) bool {
+	if s == nil {
+		return false
+	}
+	if s.Summary == nil || s.Summary.Properties == nil {
+		return true
+	}
+	v, ok := s.Summary.Properties["total-delete-files"]
+	if !ok {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	return err != nil || n > 0
+}
+
+// source produces the raw row changes (INSERT and DELETE) of snapshots.
+type source struct {
+	c      *Changelog
+	fs     iceio.IO
+	states map[int64]*scan.State
+}
+
+func (src *source) state(ctx context.Context, s *table.Snapshot) (*scan.State, error) {
+	if s == nil {
+		return scan.LoadState(ctx, src.fs, src.c.tbl.Metadata(), nil)
+	}
+	if st, ok := src.states[s.SnapshotID]; ok {
+		return st, nil
+	}
+	st, err := scan.LoadState(ctx, src.fs, src.c.tbl.Metadata(), s)
+	if err != nil {
+		return nil, err
+	}
+	// Keep the last two: a snapshot's state is the next one's parent state.
+	if len(src.states) >= 2 {
+		for k := range src.states {
+			delete(src.states, k)
+		}
+	}
+	src.states[s.SnapshotID] = st
+	return st, nil
+}
+
+// kinds reports which change types a snapshot may produce, before reading
+// any row.
+type kinds struct{ inserts, deletes bool }
+
+// changes streams the raw row changes of snapshot s with its ordinal:
+// rows of added data files minus the deletes that apply to them in s,
+// rows of removed data files that were live before s, and rows of other
+// files whose delete files s changed (deleted by a new position delete,
+// deletion vector or equality delete; or revived by a removed one).
+func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, emit func(arrow.RecordBatch) error) (kinds, error) {
+	meta := src.c.tbl.Metadata()
+	files, err := filesOf(ctx, src.fs, s)
+	if err != nil {
+		return kinds{}, err
+	}
+	var parent *table.Snapshot
+	if s.ParentSnapshotID != nil {
+		parent = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	deleteChanges := len(files.addedDeletes) > 0 || len(files.removedDeletes) > 0
+	var before, after *scan.State
+	if deleteChanges || hasDeleteFiles(parent) || hasDeleteFiles(s) {
+		if parent == nil && s.ParentSnapshotID != nil && len(files.removedData)+len(files.removedDeletes) > 0 {
+			return kinds{}, fmt.Errorf("%w: %w: snapshot %d removes files but its parent %d has expired; its removed rows cannot be read",
+				ErrInvalidRange, ErrRebuildNeeded, s.SnapshotID, *s.ParentSnapshotID)
+		}
+		if before, err = src.state(ctx, parent); err != nil {
+			return kinds{}, err
+		}
+		if after, err = src.state(ctx, s); err != nil {
+			return kinds{}, err
+		}
+	}
+	k := kinds{
+		inserts: len(files.addedData) > 0 || len(files.removedDeletes) > 0,
+		deletes: len(files.removedData) > 0 || len(files.addedDeletes) > 0,
+	}
+	r := src.c.reader
+	mk := func(rec arrow.RecordBatch, kind string) error {
+		out, err := withMeta(src.c.full, rec, kind, ordinal, s.SnapshotID)
+		if err != nil {
+			return err
+		}
+		err = emit(out)
+		return err
+	}
+	for _, e := range files.addedData {
+		var d scan.Deletes
+		if after != nil {
+			d = after.DeletesFor(e)
+		}
+		if err := src.emitLive(ctx, r, e.File, d, Insert, mk); err != nil {
+			return k, err
+		}
+	}
+	for _, e := range files.removedData {
+		var d scan.Deletes
+		if before != nil {
+			if pe, ok := before.DataFile(e.Path()); ok {
+				d = before.DeletesFor(pe)
+			}
+		}
+		if err := src.emitLive(ctx, r, e.File, d, Delete, mk); err != nil {
+			return k, err
+		}
+	}
+	if !deleteChanges {
+		return k, nil
+	}
+	affected, err := src.affected(ctx, files, before, after)
+	if err != nil {
+		return k, err
+	}
+	for _, path := range affected {
+		eb, okB := before.DataFile(path)
+		ea, okA := after.DataFile(path)
+		if !okB || !okA {
+			continue // added or removed in s: handled above
+		}
+		db, da := before.DeletesFor(eb), after.DeletesFor(ea)
+		if db.Key() == da.Key() {
+			continue
+		}
+		if err := src.emitDiff(ctx, r, ea.File, db, da, mk); err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+// affected lists the data files (live before and after s) that the delete
+// files s added or removed may touch.
+func (src *source) affected(ctx context.Context, files *snapshotFiles, before, after *scan.State) ([]string, error) {
+	set := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if !set[p] {
+			set[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, list := range [][]*scan.Entry{files.addedDeletes, files.removedDeletes} {
+		for _, d := range list {
+			df := d.File
+			switch df.ContentType() {
+			case iceberg.EntryContentPosDeletes:
+				if ref := df.ReferencedDataFile(); ref != nil {
+					add(*ref)
+					continue
+				}
+				paths, err := src.c.reader.PositionDeletePaths(ctx, df)
+				if err != nil {
+					return nil, err
+				}
+				for _, p := range paths {
+					add(p)
+				}
+			case iceberg.EntryContentEqDeletes:
+				for _, st := range []*scan.State{before, after} {
+					for _, e := range st.Data {
+						if e.DataSeq < d.DataSeq && scan.SamePartitionOrGlobal(st, e, d) {
+							add(e.Path())
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (src *source) emitLive(ctx context.Context, r *scan.Reader, df iceberg.DataFile, d scan.Deletes, kind string, mk func(arrow.RecordBatch, string) error) error {
+	_, seq, err := r.Live(ctx, df, d, nil)
+	if err != nil {
+		return err
+	}
+	for b, err := range seq {
+		if err != nil {
+			return err
+		}
+		err = mk(b.Rec, kind)
+		b.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitDiff reads a data file once and emits the rows the delete sets db
+// (before) and da (after) treat differently.
+func (src *source) emitDiff(ctx context.Context, r *scan.Reader, df iceberg.DataFile, db, da scan.Deletes, mk func(arrow.RecordBatch, string) error) error {
+	sb, err := r.LoadDeletes(ctx, df, db)
+	if err != nil {
+		return err
+	}
+	sa, err := r.LoadDeletes(ctx, df, da)
+	if err != nil {
+		return err
+	}
+	fr, err := r.Open(ctx, df, nil, sb, sa)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for b, err := range fr.Rows {
+		if err != nil {
+			return err
+		}
+		n := len(b.Pos)
+		del := make([]bool, n)
+		ins := make([]bool, n)
+		anyDel, anyIns := false, false
+		for i := 0; i < n; i++ {
+			var gone, goneAfter bool
+			gone, buf = sb.Deleted(b.Rec, fr.ColOf, i, b.Pos[i], buf)
+			goneAfter, buf = sa.Deleted(b.Rec, fr.ColOf, i, b.Pos[i], buf)
+			if !gone && goneAfter {
+				del[i], anyDel = true, true
+			} else if gone && !goneAfter {
+				ins[i], anyIns = true, true
+			}
+		}
+		trimmed := fr.Trim(b.Rec)
+		b.Release()
+		for _, x := range []struct {
+			any  bool
+			mask []bool
+			kind string
+		}{{anyDel, del, Delete}, {anyIns, ins, Insert}} {
+			if !x.any {
+				continue
+			}
+			sel, err := rows.Select(ctx, trimmed, x.mask)
+			if err != nil {
+				trimmed.Release()
+				return err
+			}
+			err = mk(sel, x.kind)
+			sel.Release()
+			if err != nil {
+				trimmed.Release()
+				return err
+			}
+		}
+		trimmed.Release()
+	}
+	return nil
+}
+
+// withMeta appends the three metadata columns to a batch of data rows.
+func withMeta(full *arrow.Schema, rec arrow.RecordBatch, kind string, ordinal int, snapshotID int64) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	ct, err := rows.ConstantArray(arrow.BinaryTypes.String, kind, n)
+	if err != nil {
+		return nil, err
+	}
+	defer ct.Release()
+	co, err := rows.ConstantArray(arrow.PrimitiveTypes.Int32, int32(ordinal), n)
+	if err != nil {
+		return nil, err
+	}
+	defer co.Release()
+	cs, err := rows.ConstantArray(arrow.PrimitiveTypes.Int64, snapshotID, n)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Release()
+	cols := append(append([]arrow.Array{}, rec.Columns()...), ct, co, cs)
+	return array.NewRecordBatch(full, cols, int64(n)), nil
+}

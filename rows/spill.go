@@ -1,0 +1,237 @@
+package rows
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/zeebo/xxh3"
+)
+
+// DefaultMemoryBudget is the memory a Partitioner holds before it spills.
+const DefaultMemoryBudget = 256 << 20
+
+// Partitioner hash-partitions rows by a key and hands back each partition
+// whole, so that rows with equal keys can be processed together. While its
+// buffered rows stay under the memory budget nothing touches the disk; past
+// it, partitions are spilled to Arrow IPC files in a temporary folder and
+// read back one at a time, so peak memory is about the budget plus one
+// partition. It is not safe for concurrent use.
+type Partitioner struct {
+	schema  *arrow.Schema
+	keyCols []int
+	parts   int
+	budget  int64
+	dir     string // spill folder, created on first spill
+
+	mem      [][]arrow.RecordBatch
+	memBytes int64
+	files    []*os.File
+	writers  []*ipc.Writer
+	spilled  bool
+	buf      []byte
+}
+
+// NewPartitioner returns a partitioner of rows of schema, keyed by the
+// canonical encoding of keyCols (see AppendKey). budget <= 0 means
+// DefaultMemoryBudget; tmpDir "" means os.TempDir().
+func NewPartitioner(schema *arrow.Schema, keyCols []int, budget int64, tmpDir string) *Partitioner {
+	if budget <= 0 {
+		budget = DefaultMemoryBudget
+	}
+	const parts = 64
+	return &Partitioner{schema: schema, keyCols: keyCols, parts: parts, budget: budget, dir: tmpDir,
+		mem: make([][]arrow.RecordBatch, parts)}
+}
+
+// Spilled reports whether any rows went to disk.
+func (p *Partitioner) Spilled() bool { return p.spilled }
+
+// Add adds the rows of rec (the caller keeps its reference).
+func (p *Partitioner) Add(ctx context.Context, rec arrow.RecordBatch) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	idx := make([][]int64, p.parts)
+	for i := 0; i < n; i++ {
+		p.buf = AppendKey(p.buf[:0], rec, p.keyCols, i)
+		h := xxh3.Hash(p.buf)
+		part := int(h % uint64(p.parts))
+		idx[part] = append(idx[part], int64(i))
+	}
+	for part, ids := range idx {
+		if len(ids) == 0 {
+			continue
+		}
+		var sub arrow.RecordBatch
+		if len(ids) == n {
+			rec.Retain()
+			sub = rec
+		} else {
+			var err error
+			if sub, err = Take(ctx, rec, ids); err != nil {
+				return err
+			}
+		}
+		p.mem[part] = append(p.mem[part], sub)
+		p.memBytes += RecordSize(sub)
+	}
+	if p.memBytes > p.budget {
+		return p.spill()
+	}
+	return nil
+}
+
+func (p *Partitioner) spill() error {
+	if !p.spilled {
+		dir, err := os.MkdirTemp(p.dir, "floe-spill-")
+		if err != nil {
+			return fmt.Errorf("spill: %w", err)
+		}
+		p.dir = dir
+		p.files = make([]*os.File, p.parts)
+		p.writers = make([]*ipc.Writer, p.parts)
+		p.spilled = true
+	}
+	for part, recs := range p.mem {
+		if len(recs) == 0 {
+			continue
+		}
+		if p.writers[part] == nil {
+			f, err := os.Create(fmt.Sprintf("%s/part-%03d.arrow", p.dir, part))
+			if err != nil {
+				return fmt.Errorf("spill: %w", err)
+			}
+			p.files[part] = f
+			p.writers[part] = ipc.NewWriter(f, ipc.WithSchema(p.schema), ipc.WithAllocator(memory.DefaultAllocator))
+		}
+		for _, r := range recs {
+			if err := p.writers[part].Write(r); err != nil {
+				return fmt.Errorf("spill to %s: %w", p.files[part].Name(), err)
+			}
+			r.Release()
+		}
+		p.mem[part] = nil
+	}
+	p.memBytes = 0
+	return nil
+}
+
+// Partitions yields each non-empty partition's rows, spilled and in-memory
+// alike. The caller releases the records it is given. Partitions may be
+// called once; Close must still be called.
+func (p *Partitioner) Partitions() iter.Seq2[[]arrow.RecordBatch, error] {
+	return func(yield func([]arrow.RecordBatch, error) bool) {
+		for part := 0; part < p.parts; part++ {
+			recs := p.mem[part]
+			p.mem[part] = nil
+			if p.spilled && p.writers[part] != nil {
+				if err := p.writers[part].Close(); err != nil {
+					releaseAll(recs)
+					yield(nil, err)
+					return
+				}
+				p.writers[part] = nil
+				back, err := readSpill(p.files[part].Name(), p.schema)
+				if err != nil {
+					releaseAll(recs)
+					yield(nil, err)
+					return
+				}
+				recs = append(back, recs...)
+				p.files[part].Close()
+				os.Remove(p.files[part].Name())
+				p.files[part] = nil
+			}
+			if len(recs) == 0 {
+				continue
+			}
+			if !yield(recs, nil) {
+				return
+			}
+		}
+	}
+}
+
+func readSpill(path string, schema *arrow.Schema) ([]arrow.RecordBatch, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read spill %s: %w", path, err)
+	}
+	defer f.Close()
+	r, err := ipc.NewReader(f, ipc.WithSchema(schema))
+	if err != nil {
+		return nil, fmt.Errorf("read spill %s: %w", path, err)
+	}
+	defer r.Release()
+	var out []arrow.RecordBatch
+	for r.Next() {
+		rec := r.RecordBatch()
+		rec.Retain()
+		out = append(out, rec)
+	}
+	if err := r.Err(); err != nil {
+		releaseAll(out)
+		return nil, fmt.Errorf("read spill %s: %w", path, err)
+	}
+	return out, nil
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// Close releases buffered rows and removes spill files.
+func (p *Partitioner) Close() {
+	for part, recs := range p.mem {
+		releaseAll(recs)
+		p.mem[part] = nil
+	}
+	for part, w := range p.writers {
+		if w != nil {
+			w.Close()
+		}
+		if f := p.files[part]; f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	if p.spilled {
+		os.RemoveAll(p.dir)
+	}
+}
+
+// NewRecord is array.NewRecordBatch, here so callers need one import less.
+func NewRecord(schema *arrow.Schema, cols []arrow.Array, n int64) arrow.RecordBatch {
+	return array.NewRecordBatch(schema, cols, n)
+}
+
+// RecordSize estimates the bytes a record holds: the sizes of its buffers.
+func RecordSize(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += dataSize(c.Data())
+	}
+	return n
+}
+
+func dataSize(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += dataSize(c)
+	}
+	return n
+}

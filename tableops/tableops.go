@@ -1,0 +1,205 @@
+// Package tableops implements floe's table commands (create, append,
+// delete, update, overwrite, branches, rollback) as thin uses of the write
+// package, each committing exactly one snapshot, retried when another
+// writer commits first.
+package tableops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/write"
+)
+
+// Predicate selects rows. Iceberg is a conservative expression for file
+// pruning (nil = every file); Columns are the columns Match needs; Match
+// reports for each row of a batch whether it is selected (exactly).
+type Predicate struct {
+	Iceberg iceberg.BooleanExpression
+	Columns []string
+	Match   func(ctx context.Context, rec arrow.RecordBatch) ([]bool, error)
+}
+
+// Target names a table and the branch to write.
+type Target struct {
+	Catalog *catalog.Catalog
+	Ident   table.Identifier
+	Branch  string // "" = main
+}
+
+func (t Target) String() string {
+	s := catalog.FormatName(t.Ident)
+	if t.Branch != "" && t.Branch != table.MainBranch {
+		s += " (branch " + t.Branch + ")"
+	}
+	return s
+}
+
+// Outcome describes a committed change.
+type Outcome struct {
+	Table       *table.Table
+	SnapshotID  int64 // the new snapshot; 0 when nothing was committed
+	Mode        write.Mode
+	RowsAdded   int64
+	RowsRemoved int64
+	Attempts    int
+}
+
+// MaxAttempts bounds the commit retries after conflicts with other writers.
+const MaxAttempts = 8
+
+// commit runs prepare against the freshly loaded table and commits the
+// result, recomputing it when another writer committed first. Files of
+// failed attempts are removed. Nothing is committed when prepare writes
+// nothing.
+func commit(ctx context.Context, t Target, op string, prepare func(tbl *table.Table) (*write.Result, error)) (*Outcome, error) {
+	var lastErr error
+	for attempt := 1; attempt <= MaxAttempts; attempt++ {
+		tbl, err := t.Catalog.Load(ctx, t.Ident)
+		if err != nil {
+			return nil, err
+		}
+		res, err := prepare(tbl)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", op, t, err)
+		}
+		out := &Outcome{Table: tbl, Mode: res.Mode, RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved, Attempts: attempt}
+		if res.Empty() {
+			return out, nil
+		}
+		newTbl, err := res.Commit(ctx, iceberg.Properties{"floe.operation": op}, nil)
+		if err == nil {
+			out.Table = newTbl
+			if s, _ := write.BranchHead(newTbl, t.Branch); s != nil {
+				out.SnapshotID = s.SnapshotID
+			}
+			return out, nil
+		}
+		if !write.IsConflict(err) {
+			return nil, fmt.Errorf("%s %s: %w", op, t, err)
+		}
+		lastErr = err
+		backoff(ctx, attempt)
+	}
+	return nil, fmt.Errorf("%s %s: gave up after %d attempts because other writers kept committing: %w", op, t, MaxAttempts, lastErr)
+}
+
+func backoff(ctx context.Context, attempt int) {
+	d := time.Duration(20<<min(attempt, 6)) * time.Millisecond
+	d += time.Duration(rand.Int64N(int64(d)))
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// Append adds rows (in the table's Arrow schema) in one snapshot. The rows
+// are produced anew for each attempt by rows().
+func Append(ctx context.Context, t Target, records func() iter.Seq2[arrow.RecordBatch, error]) (*Outcome, error) {
+	return commit(ctx, t, "append", func(tbl *table.Table) (*write.Result, error) {
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Inserts: records(), Mode: write.CopyOnWrite})
+	})
+}
+
+func match(p *Predicate) func(context.Context, iceberg.DataFile, scan.Batch) ([]bool, error) {
+	return func(ctx context.Context, _ iceberg.DataFile, b scan.Batch) ([]bool, error) {
+		return p.Match(ctx, b.Rec)
+	}
+}
+
+// Delete removes the rows matching p in one snapshot, copy-on-write or
+// merge-on-read as write.delete.mode says.
+func Delete(ctx context.Context, t Target, p *Predicate) (*Outcome, error) {
+	return commit(ctx, t, "delete", func(tbl *table.Table) (*write.Result, error) {
+		mode, err := write.ModeFor(tbl.Properties(), write.OpDelete)
+		if err != nil {
+			return nil, err
+		}
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode,
+			Visitor: &write.Visitor{MatchColumns: p.Columns, Match: match(p)}})
+	})
+}
+
+// Assign computes the updated rows: given full rows of the table and the
+// mask of rows to update, it returns the new values of exactly the masked
+// rows, in order, in the table's Arrow schema.
+type Assign func(ctx context.Context, rec arrow.RecordBatch, touched []bool) (arrow.RecordBatch, error)
+
+// Update rewrites the rows matching p with assign in one snapshot, as
+// write.update.mode says.
+func Update(ctx context.Context, t Target, p *Predicate, assign Assign) (*Outcome, error) {
+	return commit(ctx, t, "update", func(tbl *table.Table) (*write.Result, error) {
+		mode, err := write.ModeFor(tbl.Properties(), write.OpUpdate)
+		if err != nil {
+			return nil, err
+		}
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode,
+			Visitor: &write.Visitor{MatchColumns: p.Columns, Match: match(p),
+				Rewrite: func(ctx context.Context, _ iceberg.DataFile, b scan.Batch, touched []bool) ([]bool, arrow.RecordBatch, error) {
+					keep := make([]bool, len(touched))
+					for i, tch := range touched {
+						keep[i] = !tch
+					}
+					add, err := assign(ctx, b.Rec, touched)
+					return keep, add, err
+				}}})
+	})
+}
+
+// Overwrite replaces the rows matching p (every row when p is nil) with
+// the given rows, in one snapshot.
+func Overwrite(ctx context.Context, t Target, p *Predicate, records func() iter.Seq2[arrow.RecordBatch, error]) (*Outcome, error) {
+	return commit(ctx, t, "overwrite", func(tbl *table.Table) (*write.Result, error) {
+		mode, err := write.ModeFor(tbl.Properties(), write.OpDelete)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, RemoveAll: true, Inserts: records()})
+		}
+		v := &write.Visitor{MatchColumns: p.Columns, Match: match(p)}
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode, Visitor: v, Inserts: records()})
+	})
+}
+
+// ErrTableExists is wrapped when creating a table that exists.
+var ErrTableExists = icecat.ErrTableAlreadyExists
+
+// Create creates a table. formatVersion 0 means Iceberg's default (2).
+func Create(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sc *iceberg.Schema, spec iceberg.PartitionSpec, props iceberg.Properties) (*table.Table, error) {
+	if props == nil {
+		props = iceberg.Properties{}
+	}
+	for _, k := range []string{write.PropDeleteMode, write.PropUpdateMode, write.PropMergeMode} {
+		if v, ok := props[k]; ok {
+			if _, err := write.ParseMode(v, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	ns := ident[:len(ident)-1]
+	if ok, err := cat.Iceberg().CheckNamespaceExists(ctx, ns); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("%w: namespace %s (creating %s); create it with `floe namespace create %s`", catalog.ErrNoSuchNamespace, catalog.FormatName(ns), catalog.FormatName(ident), catalog.FormatName(ns))
+	}
+	tbl, err := cat.Iceberg().CreateTable(ctx, ident, sc, icecat.WithPartitionSpec(&spec), icecat.WithProperties(props))
+	if err != nil {
+		if errors.Is(err, icecat.ErrTableAlreadyExists) {
+			return nil, fmt.Errorf("create %s: %w", catalog.FormatName(ident), err)
+		}
+		return nil, fmt.Errorf("create %s: %w", catalog.FormatName(ident), err)
+	}
+	return tbl, nil
+}
