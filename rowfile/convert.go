@@ -97,9 +97,17 @@ func newConv(f arrow.Field, b array.Builder, opts convOptions) (conv, error) {
 	case *arrow.Decimal128Type:
 		return &decimalConv{base: bs, db: b.(*array.Decimal128Builder), prec: t.Precision, scale: t.Scale}, nil
 	case *arrow.Date32Type:
-		return &dateConv{base: bs, db: b.(*array.Date32Builder)}, nil
+		db := b.(*array.Date32Builder)
+		return &dateConv{base: bs, add: func(d int32) { db.Append(arrow.Date32(d)) }}, nil
+	case *arrow.Date64Type:
+		db := b.(*array.Date64Builder)
+		return &dateConv{base: bs, add: func(d int32) { db.Append(arrow.Date64(int64(d) * 86400000)) }}, nil
 	case *arrow.Time64Type:
-		return &timeConv{base: bs, tb: b.(*array.Time64Builder), digits: unitDigits(t.Unit)}, nil
+		tb := b.(*array.Time64Builder)
+		return &timeConv{base: bs, add: func(v int64) { tb.Append(arrow.Time64(v)) }, digits: unitDigits(t.Unit)}, nil
+	case *arrow.Time32Type:
+		tb := b.(*array.Time32Builder)
+		return &timeConv{base: bs, add: func(v int64) { tb.Append(arrow.Time32(v)) }, digits: unitDigits(t.Unit)}, nil
 	case *arrow.TimestampType:
 		return &timestampConv{base: bs, tb: b.(*array.TimestampBuilder), unit: t.Unit,
 			digits: unitDigits(t.Unit), zoned: t.TimeZone != ""}, nil
@@ -522,7 +530,7 @@ func (c *decimalConv) arrowFunc(src arrow.DataType) (appendFn, error) {
 
 type dateConv struct {
 	base
-	db *array.Date32Builder
+	add func(days int32)
 }
 
 func (c *dateConv) appendText(s []byte) error {
@@ -530,7 +538,7 @@ func (c *dateConv) appendText(s []byte) error {
 	if reason != "" {
 		return c.bad(s, reason)
 	}
-	c.db.Append(arrow.Date32(v))
+	c.add(v)
 	return nil
 }
 
@@ -552,7 +560,7 @@ func (c *dateConv) arrowFunc(src arrow.DataType) (appendFn, error) {
 	switch src.ID() {
 	case arrow.DATE32:
 		return nonNull(c, func(a arrow.Array, i int) error {
-			c.db.Append(a.(*array.Date32).Value(i))
+			c.add(int32(a.(*array.Date32).Value(i)))
 			return nil
 		}), nil
 	case arrow.DATE64:
@@ -561,7 +569,7 @@ func (c *dateConv) arrowFunc(src arrow.DataType) (appendFn, error) {
 			if ms%86400000 != 0 {
 				return c.badArrow(a, i, "not a whole day")
 			}
-			c.db.Append(arrow.Date32(ms / 86400000))
+			c.add(int32(ms / 86400000))
 			return nil
 		}), nil
 	}
@@ -572,7 +580,7 @@ func (c *dateConv) arrowFunc(src arrow.DataType) (appendFn, error) {
 
 type timeConv struct {
 	base
-	tb     *array.Time64Builder
+	add    func(ticks int64)
 	digits int
 }
 
@@ -581,7 +589,7 @@ func (c *timeConv) appendText(s []byte) error {
 	if reason != "" {
 		return c.bad(s, reason)
 	}
-	c.tb.Append(arrow.Time64(v))
+	c.add(v)
 	return nil
 }
 
@@ -617,7 +625,7 @@ func (c *timeConv) arrowFunc(src arrow.DataType) (appendFn, error) {
 		if !ok {
 			return c.badArrow(a, i, "not exact in the target unit (no rounding is done)")
 		}
-		c.tb.Append(arrow.Time64(v))
+		c.add(v)
 		return nil
 	}), nil
 }

@@ -111,6 +111,18 @@ func (p *typeParser) typ() (arrow.DataType, error) {
 		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 	case "timestamptz":
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+	case "timestamp_ms":
+		return &arrow.TimestampType{Unit: arrow.Millisecond}, nil
+	case "timestamptz_ms":
+		return &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, nil
+	case "timestamptz_ny":
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}, nil
+	case "time_ns":
+		return arrow.FixedWidthTypes.Time64ns, nil
+	case "time_ms":
+		return arrow.FixedWidthTypes.Time32ms, nil
+	case "date64":
+		return arrow.FixedWidthTypes.Date64, nil
 	case "timestamp_ns":
 		return &arrow.TimestampType{Unit: arrow.Nanosecond}, nil
 	case "timestamptz_ns":
@@ -293,4 +305,32 @@ func readAllAs(t testing.TB, data []byte, name string, opts ReadOptions, out Out
 		return fmt.Sprintf("%serror [%s]: %v\n", buf.String(), sentinelName(err), err)
 	}
 	return buf.String()
+}
+
+// writeParquetFromJSONL converts JSON Lines rows to a Parquet file with the
+// given schema (through this package's own reader and writer).
+func writeParquetFromJSONL(t testing.TB, schema *arrow.Schema, rows string) []byte {
+	t.Helper()
+	r, err := NewReader(context.Background(), strings.NewReader(rows), "src.jsonl", ReadOptions{Target: schema, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, OutputParquet, schema, WithRowGroupRows(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		if err := w.Write(r.RecordBatch()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -110,16 +110,16 @@ type source interface {
 // with a *ValueError; Err returns it. A Reader is not safe for concurrent
 // use, except Retain and Release.
 type Reader struct {
-	refs   atomic.Int64
-	ctx    context.Context
-	name   string
-	schema *arrow.Schema
-	src    source
-	cur    arrow.RecordBatch
-	err    error
-	done   bool
-	closed bool
-	cerr   error
+	refs    atomic.Int64
+	ctx     context.Context
+	name    string
+	schema  *arrow.Schema
+	src     source
+	cur     arrow.RecordBatch
+	err     error
+	done    bool
+	closed  bool
+	cerr    error
 	onClose []func() error
 }
 

@@ -37,7 +37,7 @@ type parquetSource struct {
 	batch  int
 }
 
-func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schema *arrow.Schema, opts *ReadOptions) (s *parquetSource, err error) {
+func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schema *arrow.Schema, opts *ReadOptions) (_ *parquetSource, err error) {
 	mem := opts.allocator()
 	props := parquet.NewReaderProperties(mem)
 	// NB: stream pages instead of loading whole column chunks, so memory
@@ -47,7 +47,7 @@ func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schem
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrMalformed, err)
 	}
-	s = &parquetSource{file: name, pf: pf, schema: schema, mem: mem, batch: opts.batchSize(), total: pf.NumRows()}
+	s := &parquetSource{file: name, pf: pf, schema: schema, mem: mem, batch: opts.batchSize(), total: pf.NumRows()}
 	defer func() {
 		if err != nil {
 			s.close()

@@ -29,6 +29,7 @@ func TestReadScripts(t *testing.T) {
 		}
 		var target *arrow.Schema
 		var extra []arrow.Field
+		files := map[string][]byte{}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "schema":
@@ -41,6 +42,21 @@ func TestReadScripts(t *testing.T) {
 					t.Fatal(err)
 				}
 				extra = fields
+				return ""
+			case "parquet":
+				// Input: the file's schema, a line "rows:", then the rows as
+				// JSON Lines. The file is kept for later "read name=...".
+				name := d.CmdArgs[0].Vals[0]
+				schemaText, rows, ok := strings.Cut(d.Input, "rows:\n")
+				if !ok {
+					t.Fatal("parquet: want schema, rows:, rows")
+				}
+				files[name] = writeParquetFromJSONL(t, mustSchema(t, schemaText), rows)
+				return ""
+			case "truncate":
+				name := d.CmdArgs[0].Vals[0]
+				n, _ := strconv.Atoi(d.CmdArgs[1].Vals[0])
+				files[name] = files[name][:n]
 				return ""
 			case "read":
 				opts := ReadOptions{Target: target, Extra: extra}
@@ -80,11 +96,7 @@ func TestReadScripts(t *testing.T) {
 					case "nonl":
 						nl = ""
 					case "escapes":
-						u, err := strconv.Unquote(`"` + strings.ReplaceAll(content, "\n", `\n`) + `"`)
-						if err != nil {
-							t.Fatalf("escapes: %v", err)
-						}
-						content = u
+						content = unescapeTest(content)
 					default:
 						t.Fatalf("unknown argument %s", a.Key)
 					}
@@ -95,12 +107,47 @@ func TestReadScripts(t *testing.T) {
 				if content != "" {
 					content += nl
 				}
-				return readAllAs(t, []byte(content), name, opts, out)
+				data := []byte(content)
+				if f, ok := files[name]; ok {
+					data = f
+				}
+				return readAllAs(t, data, name, opts, out)
 			}
 			t.Fatalf("unknown command %q", d.Cmd)
 			return ""
 		})
 	})
+}
+
+// unescapeTest interprets \xHH, \uHHHH and \t; other backslashes stay.
+func unescapeTest(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case 'x':
+				v, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
+				if err == nil {
+					b.WriteByte(byte(v))
+					i += 3
+					continue
+				}
+			case 'u':
+				v, err := strconv.ParseUint(s[i+2:i+6], 16, 32)
+				if err == nil {
+					b.WriteRune(rune(v))
+					i += 5
+					continue
+				}
+			case 't':
+				b.WriteByte('\t')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func TestParseFormat(t *testing.T) {

@@ -35,6 +35,11 @@ func typeName(dt arrow.DataType) string {
 		if t.Unit == arrow.Microsecond {
 			return "time"
 		}
+		return "time(" + t.Unit.String() + ")"
+	case *arrow.Time32Type:
+		return "time(" + t.Unit.String() + ")"
+	case *arrow.Date64Type:
+		return "date64"
 	case *arrow.TimestampType:
 		name := "timestamp"
 		if t.TimeZone != "" {

@@ -90,6 +90,17 @@ func newValueFormat(dt arrow.DataType) (*valueFormat, error) {
 			return appendDate(dst, int64(a.(*array.Date32).Value(i)))
 		}
 		f.json = quoted(f.text)
+	case *arrow.Date64Type:
+		f.text = func(dst []byte, a arrow.Array, i int) []byte {
+			return appendDate(dst, int64(a.(*array.Date64).Value(i))/86400000)
+		}
+		f.json = quoted(f.text)
+	case *arrow.Time32Type:
+		digits := unitDigits(t.Unit)
+		f.text = func(dst []byte, a arrow.Array, i int) []byte {
+			return appendClock(dst, int64(a.(*array.Time32).Value(i)), digits)
+		}
+		f.json = quoted(f.text)
 	case *arrow.Time64Type:
 		digits := unitDigits(t.Unit)
 		f.text = func(dst []byte, a arrow.Array, i int) []byte {
