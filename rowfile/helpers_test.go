@@ -279,7 +279,7 @@ func sentinelName(err error) string {
 
 // readAllAs reads everything and renders it in an output format, or the
 // error with its sentinel.
-func readAllAs(t testing.TB, data []byte, name string, opts ReadOptions, out OutputFormat) string {
+func readAllAs(t testing.TB, data []byte, name string, opts ReadOptions, out OutputFormat, wopts ...WriterOption) string {
 	t.Helper()
 	r, err := NewReader(context.Background(), bytes.NewReader(data), name, opts)
 	if err != nil {
@@ -287,13 +287,11 @@ func readAllAs(t testing.TB, data []byte, name string, opts ReadOptions, out Out
 	}
 	defer r.Close()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, out, r.Schema())
+	w, err := NewWriter(&buf, out, r.Schema(), wopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batches := 0
 	for r.Next() {
-		batches++
 		if err := w.Write(r.RecordBatch()); err != nil {
 			t.Fatal(err)
 		}

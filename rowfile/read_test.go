@@ -24,7 +24,7 @@ import (
 // interprets Go escapes (\t, \x00, \u00e9) in the content.
 func TestReadScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if !strings.Contains(path, "read_") {
+		if !strings.Contains(path, "read_") && !strings.Contains(path, "write_") {
 			t.Skip()
 		}
 		var target *arrow.Schema
@@ -60,6 +60,7 @@ func TestReadScripts(t *testing.T) {
 				return ""
 			case "read":
 				opts := ReadOptions{Target: target, Extra: extra}
+				var wopts []WriterOption
 				name := "input.csv"
 				out := OutputJSONL
 				content := d.Input
@@ -91,6 +92,12 @@ func TestReadScripts(t *testing.T) {
 							t.Fatal(err)
 						}
 						out = f
+					case "page":
+						n, _ := strconv.Atoi(val)
+						wopts = append(wopts, WithPageRows(n))
+					case "width":
+						n, _ := strconv.Atoi(val)
+						wopts = append(wopts, WithMaxCellWidth(n))
 					case "crlf":
 						nl = "\r\n"
 					case "nonl":
@@ -111,7 +118,7 @@ func TestReadScripts(t *testing.T) {
 				if f, ok := files[name]; ok {
 					data = f
 				}
-				return readAllAs(t, data, name, opts, out)
+				return readAllAs(t, data, name, opts, out, wopts...)
 			}
 			t.Fatalf("unknown command %q", d.Cmd)
 			return ""
