@@ -220,23 +220,20 @@ func parseDecimal(b []byte, prec, scale int32) (decimal128.Num, string) {
 	if huge || len(d) > int(prec) {
 		return decimal128.Num{}, fmt.Sprintf("more than %d digits (precision %d)", prec, prec)
 	}
+	// Accumulate 18 digits at a time (each chunk fits in a uint64).
 	var v decimal128.Num
-	if len(d) <= 18 {
+	for len(d) > 0 {
+		k := min(len(d), 18)
 		var u uint64
-		for _, c := range d {
+		for _, c := range d[:k] {
 			u = u*10 + uint64(c-'0')
 		}
-		v = decimal128.FromU64(u)
-	} else {
-		split := len(d) - 18
-		var hi, lo uint64
-		for _, c := range d[:split] {
-			hi = hi*10 + uint64(c-'0')
+		if v == (decimal128.Num{}) {
+			v = decimal128.FromU64(u)
+		} else {
+			v = v.Mul(decimal128.FromU64(pow10u64[k])).Add(decimal128.FromU64(u))
 		}
-		for _, c := range d[split:] {
-			lo = lo*10 + uint64(c-'0')
-		}
-		v = decimal128.FromU64(hi).Mul(decimal128.FromU64(pow10u64[18])).Add(decimal128.FromU64(lo))
+		d = d[k:]
 	}
 	if n.neg {
 		v = v.Negate()

@@ -237,9 +237,15 @@ func newValueFormat(dt arrow.DataType) (*valueFormat, error) {
 	return f, nil
 }
 
+// isNull reports whether a[i] is NULL; arrays of the NULL type have no
+// validity bitmap, so IsNull alone says false for them.
+func isNull(a arrow.Array, i int) bool {
+	return a.IsNull(i) || a.DataType().ID() == arrow.NULL
+}
+
 // appendJSON appends a[i] as JSON, null included.
 func (f *valueFormat) appendJSON(dst []byte, a arrow.Array, i int) []byte {
-	if a.IsNull(i) {
+	if isNull(a, i) {
 		return append(dst, "null"...)
 	}
 	return f.json(dst, a, i)

@@ -249,7 +249,7 @@ func (w *csvWriter) Write(rec arrow.RecordBatch) error {
 			if k > 0 {
 				b = append(b, ',')
 			}
-			if c.IsNull(i) {
+			if isNull(c, i) {
 				continue
 			}
 			cell = w.fmts[k].text(cell[:0], c, i)

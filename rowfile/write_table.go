@@ -41,7 +41,7 @@ func (w *tableWriter) Write(rec arrow.RecordBatch) error {
 	for i := 0; i < n; i++ {
 		row := make([]string, len(cols))
 		for k, c := range cols {
-			if c.IsNull(i) {
+			if isNull(c, i) {
 				row[k] = "NULL"
 				continue
 			}
