@@ -171,6 +171,9 @@ func NewReader(ctx context.Context, r io.Reader, name string, opts ReadOptions) 
 		}
 		opts.Format = f
 	}
+	if err := checkTypes(schema, opts.allocator()); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	rd := &Reader{ctx: ctx, name: name, schema: schema}
 	rd.refs.Store(1)
 	var src source
@@ -362,8 +365,9 @@ func newResolver(file string, schema *arrow.Schema, opts *ReadOptions) *resolver
 }
 
 // resolve returns the output column for an input column name, or -1 when
-// the column is to be ignored, or an error for an unknown column.
-func (r *resolver) resolve(name []byte, where string) (int, error) {
+// the column is to be ignored, or an error for an unknown column naming the
+// line (when line > 0).
+func (r *resolver) resolve(name []byte, line int) (int, error) {
 	if i, ok := r.exact[string(name)]; ok {
 		return i, nil
 	}
@@ -386,7 +390,11 @@ func (r *resolver) resolve(name []byte, where string) (int, error) {
 	if r.ignore {
 		return -1, nil
 	}
-	return -1, fmt.Errorf("%s%s: %w %q: the table's columns are %s", r.file, where, ErrUnknownColumn, name, r.describe())
+	where := r.file
+	if line > 0 {
+		where = fmt.Sprintf("%s:%d", r.file, line)
+	}
+	return -1, fmt.Errorf("%s: %w %q: the table's columns are %s", where, ErrUnknownColumn, name, r.describe())
 }
 
 // describe lists the columns for messages.
@@ -408,6 +416,19 @@ func missingRequired(file string, fields []arrow.Field, present []bool) error {
 	for i, f := range fields {
 		if !present[i] && !f.Nullable {
 			return fmt.Errorf("%s: %w %q (%s)", file, ErrMissingColumn, f.Name, typeName(f.Type))
+		}
+	}
+	return nil
+}
+
+// checkTypes fails for a column type no converter exists for, before any
+// input is looked at.
+func checkTypes(schema *arrow.Schema, mem memory.Allocator) error {
+	rb := array.NewRecordBuilder(mem, schema)
+	defer rb.Release()
+	for i, f := range schema.Fields() {
+		if _, err := newConv(f, rb.Field(i), convOptions{}); err != nil {
+			return fmt.Errorf("column %q: %w", f.Name, err)
 		}
 	}
 	return nil

@@ -150,7 +150,7 @@ func newCSVSource(r io.Reader, file string, schema *arrow.Schema, opts *ReadOpti
 	s.ncols = s.rec.n()
 	for k := 0; k < s.ncols; k++ {
 		name := s.rec.field(k)
-		col, err := res.resolve(name, fmt.Sprintf(":%d", s.rec.lines[k]))
+		col, err := res.resolve(name, s.rec.lines[k])
 		if err != nil {
 			return nil, err
 		}

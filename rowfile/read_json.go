@@ -124,7 +124,7 @@ func (s *jsonSource) appendRow(line int) error {
 	clear(s.seen)
 	for j := int32(1); j < root.next; j = s.p.nodes[j].next {
 		key := s.p.nodes[j].key
-		col, err := s.res.resolve(key, fmt.Sprintf(":%d", line))
+		col, err := s.res.resolve(key, line)
 		if err != nil {
 			return err
 		}

@@ -43,7 +43,9 @@ func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schem
 	// NB: stream pages instead of loading whole column chunks, so memory
 	// does not grow with the row group size.
 	props.BufferedStreamEnabled = true
-	pf, err := file.NewParquetReader(ra, file.WithReadProps(props))
+	// NB: the wrapper hides Close, which file.Reader would call on the
+	// caller's file; the file is closed by whoever opened it.
+	pf, err := file.NewParquetReader(struct{ readerAtSeeker }{ra}, file.WithReadProps(props))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrMalformed, err)
 	}
@@ -71,7 +73,7 @@ func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schem
 	srcOf := map[string]int{} // file column name -> output column
 	var leaves []int
 	for k, f := range fileSchema.Fields() {
-		col, err := res.resolve([]byte(f.Name), "")
+		col, err := res.resolve([]byte(f.Name), 0)
 		if err != nil {
 			return nil, err
 		}
@@ -206,8 +208,7 @@ func (s *parquetSource) close() error {
 		s.rb = nil
 	}
 	if s.pf != nil {
-		// The file.Reader does not own the caller's io.ReaderAt; closing it
-		// only releases its buffers.
+		// Closing the file.Reader only releases its buffers (see above).
 		err := s.pf.Close()
 		s.pf = nil
 		return err

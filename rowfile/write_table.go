@@ -158,6 +158,18 @@ func (w *tableWriter) Close() error {
 // displayCell escapes control characters and cuts the text to at most max
 // display columns, ending a cut cell with an ellipsis.
 func displayCell(v []byte, max int) string {
+	if len(v) <= max {
+		plain := true
+		for _, c := range v {
+			if c < 0x20 || c >= 0x7f {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(v)
+		}
+	}
 	b := make([]byte, 0, min(len(v), 4*max)+8)
 	width, cut := 0, 0 // cut: longest prefix that fits beside an ellipsis
 	for i := 0; i < len(v); {
