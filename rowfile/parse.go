@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 )
@@ -500,8 +501,14 @@ func parseTimestamp(b []byte, digits int) (v int64, zoned bool, reason string) {
 	}
 	ups := unitsPerSecond(digits)
 	secs := days*86400 - offset
-	if secs > math.MaxInt64/ups-86400 || secs < math.MinInt64/ups+86400 {
-		return 0, false, "out of range"
+	if secs >= math.MaxInt64/ups-86400 || secs <= math.MinInt64/ups+86400 {
+		// Near the ends of the int64 range: compute exactly.
+		v := new(big.Int).Mul(big.NewInt(secs), big.NewInt(ups))
+		v.Add(v, big.NewInt(clock))
+		if !v.IsInt64() {
+			return 0, false, "out of range"
+		}
+		return v.Int64(), zoned, ""
 	}
 	return secs*ups + clock, zoned, ""
 }
