@@ -334,3 +334,41 @@ func TestIcebergSchema(t *testing.T) {
 	}
 	_ = parquet.DefaultBufSize
 }
+
+// TestCorruptParquet damages the bytes of a valid file in many places: each
+// read must end (with rows or an ErrMalformed error naming the file), never
+// panic or hang.
+func TestCorruptParquet(t *testing.T) {
+	schema := mustSchema(t, "id long\ns string\nl list<long>")
+	var rows strings.Builder
+	for i := range 200 {
+		rows.WriteString(`{"id": ` + strings.Repeat("1", 1+i%15) + `, "s": "row ` + strings.Repeat("x", i%7) + `", "l": [1, 2]}` + "\n")
+	}
+	good := writeParquetFromJSONL(t, schema, rows.String())
+	failures := 0
+	for pos := 4; pos < len(good)-8; pos += max(len(good)/150, 1) {
+		bad := bytes.Clone(good)
+		bad[pos] ^= 0x5a
+		r, err := NewReader(context.Background(), bytes.NewReader(bad), "bad.parquet", ReadOptions{Target: schema})
+		if err == nil {
+			for r.Next() {
+			}
+			err = r.Err()
+			r.Close()
+		}
+		if err != nil {
+			failures++
+			if !strings.HasPrefix(err.Error(), "bad.parquet") {
+				t.Errorf("byte %d: error without the file name: %v", pos, err)
+			}
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrValue) && !errors.Is(err, ErrUnknownColumn) &&
+				!errors.Is(err, ErrIncompatibleType) && !errors.Is(err, ErrMissingColumn) {
+				t.Errorf("byte %d: error without a sentinel: %v", pos, err)
+			}
+		}
+	}
+	if failures == 0 {
+		t.Error("no damaged file was detected")
+	}
+	t.Logf("%d damaged files rejected", failures)
+}

@@ -371,7 +371,7 @@ func (r *resolver) resolve(name []byte, line int) (int, error) {
 	if i, ok := r.exact[string(name)]; ok {
 		return i, nil
 	}
-	if i, ok := r.cache[string(name)]; ok && i >= 0 {
+	if i, ok := r.cache[string(name)]; ok && (i >= 0 || r.ignore) {
 		return i, nil
 	}
 	found, ambiguous := -1, false
@@ -383,12 +383,16 @@ func (r *resolver) resolve(name []byte, line int) (int, error) {
 			found = i
 		}
 	}
-	if found >= 0 && !ambiguous {
-		r.cache[string(name)] = found
-		return found, nil
+	if ambiguous {
+		found = -1
 	}
-	if r.ignore {
-		return -1, nil
+	if len(r.cache) < 4096 { // bounded: keys may differ on every line
+		if found >= 0 || r.ignore {
+			r.cache[string(name)] = found
+		}
+	}
+	if found >= 0 || r.ignore {
+		return found, nil
 	}
 	where := r.file
 	if line > 0 {
