@@ -220,7 +220,7 @@ func TestWriterErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = w.Write(rec(arrow.BinaryTypes.String))
-			if !errors.Is(err, ErrOptions) || err.Error() != `invalid read options: column 0 ("v") is utf8, the writer's schema has int64` {
+			if !errors.Is(err, ErrSchema) || err.Error() != `schema mismatch: column 0 ("v") is utf8, the writer's schema has int64` {
 				t.Errorf("mismatched batch: %v", err)
 			}
 			if err := w.Write(rec(arrow.PrimitiveTypes.Int64)); err != nil {

@@ -49,6 +49,10 @@ var (
 	// type, or a NULL in a required column. Such errors are *ValueError.
 	ErrValue = errors.New("invalid value")
 
+	// ErrSchema reports a batch given to a Writer whose columns do not have
+	// the writer's types, or a Writer asked for without a schema.
+	ErrSchema = errors.New("schema mismatch")
+
 	// ErrWriterClosed reports a Write or Close on a Writer that is already
 	// closed.
 	ErrWriterClosed = errors.New("writer is closed")

@@ -265,7 +265,7 @@ func sentinelName(err error) string {
 		{"ErrFormat", ErrFormat}, {"ErrOptions", ErrOptions}, {"ErrUnknownColumn", ErrUnknownColumn},
 		{"ErrMissingColumn", ErrMissingColumn}, {"ErrDuplicateColumn", ErrDuplicateColumn},
 		{"ErrIncompatibleType", ErrIncompatibleType}, {"ErrUnsupportedType", ErrUnsupportedType},
-		{"ErrMalformed", ErrMalformed}, {"ErrValue", ErrValue}, {"ErrWriterClosed", ErrWriterClosed},
+		{"ErrMalformed", ErrMalformed}, {"ErrValue", ErrValue}, {"ErrSchema", ErrSchema}, {"ErrWriterClosed", ErrWriterClosed},
 	} {
 		if errors.Is(err, s.err) {
 			names = append(names, s.name)

@@ -64,7 +64,7 @@ func NewWriter(w io.Writer, format OutputFormat, schema *arrow.Schema, opts ...W
 		o(&cfg)
 	}
 	if schema == nil {
-		return nil, fmt.Errorf("%w: nil schema", ErrOptions)
+		return nil, fmt.Errorf("%w: nil schema", ErrSchema)
 	}
 	if format == OutputParquet {
 		return newParquetWriter(w, schema, &cfg)
@@ -96,11 +96,11 @@ func NewWriter(w io.Writer, format OutputFormat, schema *arrow.Schema, opts ...W
 // checkBatch verifies that rec's columns have the schema's types.
 func checkBatch(schema *arrow.Schema, rec arrow.RecordBatch) error {
 	if int(rec.NumCols()) != schema.NumFields() {
-		return fmt.Errorf("%w: batch has %d columns, the writer's schema %d", ErrOptions, rec.NumCols(), schema.NumFields())
+		return fmt.Errorf("%w: batch has %d columns, the writer's schema %d", ErrSchema, rec.NumCols(), schema.NumFields())
 	}
 	for i, f := range schema.Fields() {
 		if !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
-			return fmt.Errorf("%w: column %d (%q) is %s, the writer's schema has %s", ErrOptions,
+			return fmt.Errorf("%w: column %d (%q) is %s, the writer's schema has %s", ErrSchema,
 				i, f.Name, rec.Column(i).DataType(), f.Type)
 		}
 	}
