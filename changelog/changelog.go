@@ -226,6 +226,10 @@ func Open(ctx context.Context, tbl *table.Table, o Options) (*Changelog, error) 
 // Schema is the Arrow schema of the rows Rows yields.
 func (c *Changelog) Schema() *arrow.Schema { return c.out }
 
+// FullSchema is the schema RowFilter sees: every table column, then the
+// metadata columns.
+func (c *Changelog) FullSchema() *arrow.Schema { return c.full }
+
 // Range is the resolved snapshot range.
 func (c *Changelog) Range() *Range { return c.rng }
 

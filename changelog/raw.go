@@ -130,14 +130,22 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 	}
 	deleteChanges := len(files.addedDeletes) > 0 || len(files.removedDeletes) > 0
 	var before, after *scan.State
-	if deleteChanges || hasDeleteFiles(parent) || hasDeleteFiles(s) {
-		if parent == nil && s.ParentSnapshotID != nil && len(files.removedData)+len(files.removedDeletes) > 0 {
+	// The state before s is needed for the rows of files it removes and
+	// for delete files it changes; the state after s for the deletes that
+	// apply to the files it adds. Neither is read when no delete file is
+	// involved: a snapshot's own manifests then say everything.
+	needBefore := deleteChanges || (len(files.removedData) > 0 && hasDeleteFiles(parent))
+	needAfter := deleteChanges || (len(files.addedData) > 0 && hasDeleteFiles(s))
+	if needBefore {
+		if parent == nil && s.ParentSnapshotID != nil {
 			return kinds{}, fmt.Errorf("%w: %w: snapshot %d removes files but its parent %d has expired; its removed rows cannot be read",
 				ErrInvalidRange, ErrRebuildNeeded, s.SnapshotID, *s.ParentSnapshotID)
 		}
 		if before, err = src.state(ctx, parent); err != nil {
 			return kinds{}, err
 		}
+	}
+	if needAfter {
 		if after, err = src.state(ctx, s); err != nil {
 			return kinds{}, err
 		}
@@ -177,6 +185,16 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 	}
 	if !deleteChanges {
 		return k, nil
+	}
+	if before == nil {
+		if before, err = src.state(ctx, parent); err != nil {
+			return k, err
+		}
+	}
+	if after == nil {
+		if after, err = src.state(ctx, s); err != nil {
+			return k, err
+		}
 	}
 	affected, err := src.affected(ctx, files, before, after)
 	if err != nil {
