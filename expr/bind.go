@@ -309,7 +309,9 @@ func (b *binder) compare(op BinaryOp, le, re Expr, l, r node, pos int) (node, er
 		if familyOf(t) == famString {
 			t = stringTarget(lt, rt)
 		}
-		if familyOf(t) == famBinary {
+		if familyOf(t) == famBinary || familyOf(t) == famBool {
+			// arrow has no ordering kernels for booleans, nor kernels for
+			// fixed_size_binary against binary
 			cmp.kind = cmpGeneric
 		}
 		if l, err = b.castTo(l, t, le); err != nil {

@@ -125,7 +125,11 @@ func (p *Program) Filter(ctx context.Context, rec arrow.RecordBatch) (arrow.Reco
 		return nil, err
 	}
 	defer res.Release()
-	b := res.(*array.Boolean)
+	b, ok := res.(*array.Boolean)
+	if !ok { // an all-NULL predicate
+		b = nullAsFalse(p.mem, res)
+		defer b.Release()
+	}
 	if b.NullN() == 0 {
 		all := true
 		for i := 0; i < b.Len() && all; i++ {
@@ -136,7 +140,7 @@ func (p *Program) Filter(ctx context.Context, rec arrow.RecordBatch) (arrow.Reco
 			return rec, nil
 		}
 	}
-	return compute.FilterRecordBatch(compute.WithAllocator(ctx, p.mem), rec, res, compute.DefaultFilterOptions())
+	return compute.FilterRecordBatch(compute.WithAllocator(ctx, p.mem), rec, b, compute.DefaultFilterOptions())
 }
 
 func (p *Program) predicate() error {

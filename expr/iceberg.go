@@ -411,7 +411,9 @@ func (c icebergConv) in(col *colNode, t arrow.DataType, set *valueSet, not bool)
 			out = iceberg.NewAnd(iceberg.SetPredicate(iceberg.OpNotIn, ref, lits), out)
 		}
 		for _, e := range rest {
-			out = iceberg.NewAnd(out, e)
+			if !e.Equals(iceberg.NotNull(ref)) {
+				out = iceberg.NewAnd(out, e)
+			}
 		}
 		return out, exact
 	}

@@ -8,12 +8,12 @@ import (
 type tokKind int
 
 const (
-	tEOF     tokKind = iota
-	tIdent           // plain identifier or keyword, text as written
-	tQIdent          // `backquoted` identifier, text unescaped
-	tNumber          // numeric literal, text without suffix
-	tString          // 'string' or "string", text unescaped
-	tOp              // operator or punctuation, text is the operator
+	tEOF    tokKind = iota
+	tIdent          // plain identifier or keyword, text as written
+	tQIdent         // `backquoted` identifier, text unescaped
+	tNumber         // numeric literal, text without suffix
+	tString         // 'string' or "string", text unescaped
+	tOp             // operator or punctuation, text is the operator
 )
 
 // token is one lexical unit. pos and end are byte offsets into the source.

@@ -260,7 +260,20 @@ func (n *notNode) eval(ec *evalCtx, sel []byte) (arrow.Array, error) {
 		return nil, err
 	}
 	defer x.Release()
-	return callCompute(ec, "invert", compute.NewDatumWithoutOwning(x))
+	bv := viewBool(x)
+	out := newBoolOut(ec.mem, ec.n)
+	switch {
+	case bv.v.none:
+		bitutil.SetBitsTo(out.vbits, 0, int64(ec.n), false)
+		out.nulls = ec.n
+	default:
+		bitutil.InvertBitmap(bv.bits, bv.off, ec.n, out.bits, 0)
+		if !bv.v.all {
+			bitutil.CopyBitmap(bv.v.bits, bv.v.off, ec.n, out.vbits, 0)
+			out.nulls = x.NullN()
+		}
+	}
+	return out.finish(), nil
 }
 
 // isNullNode is x IS [NOT] NULL; its result has no nulls.

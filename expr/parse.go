@@ -544,6 +544,9 @@ func knownFunctions() string {
 func (p *parser) parseCase() (Expr, error) {
 	t := p.next()
 	c := &Case{P: t.pos}
+	if p.atKeyword("END") {
+		return nil, p.expected(`"WHEN"`)
+	}
 	if !p.atKeyword("WHEN") {
 		op, err := p.parseExpr()
 		if err != nil {
