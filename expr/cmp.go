@@ -87,19 +87,29 @@ func (n *cmpNode) eval(ec *evalCtx, sel []byte) (arrow.Array, error) {
 	}
 	defer lo.release()
 	defer ro.release()
-	if (lo.isConst && lo.val == nil) || (ro.isConst && ro.val == nil) {
+	lNull, rNull := lo.isConst && lo.val == nil, ro.isConst && ro.val == nil
+	if lNull || rNull {
 		if n.op != OpNullSafeEq {
 			return constNull(ec, arrow.FixedWidthTypes.Boolean), nil
 		}
+		// x <=> NULL is x IS NULL
+		out := newBoolOut(ec.mem, ec.n)
+		other := lo
+		if lNull {
+			other = ro
+		}
+		for i := 0; i < ec.n; i++ {
+			out.set(i, other.isConst && other.val == nil || !other.isConst && other.arr.IsNull(i))
+		}
+		return out.finish(), nil
 	}
 	var res arrow.Array
-	switch {
-	case n.kind == cmpCompute && !(lo.isConst && lo.val == nil) && !(ro.isConst && ro.val == nil):
+	if n.kind == cmpCompute {
 		res, err = callCompute(ec, computeCmp[n.op], lo.datum(), ro.datum())
 		if err != nil {
 			return nil, err
 		}
-	default:
+	} else {
 		res = compareRows(ec, n.kind, n.op, lo, ro)
 	}
 	if n.op != OpNullSafeEq {

@@ -26,6 +26,7 @@ const (
 
 // likeMatcher is a compiled LIKE pattern.
 type likeMatcher struct {
+	src  string // the pattern as written
 	kind likeKind
 	lit  string
 	re   *regexp.Regexp
@@ -34,6 +35,14 @@ type likeMatcher struct {
 // compileLike compiles a LIKE pattern: % is any sequence, _ any one
 // character, and a backslash makes the next %, _ or \ literal.
 func compileLike(pat string) (*likeMatcher, error) {
+	m, err := compileLikeKind(pat)
+	if m != nil {
+		m.src = pat
+	}
+	return m, err
+}
+
+func compileLikeKind(pat string) (*likeMatcher, error) {
 	type tok struct {
 		wild byte // 0 for a literal run, else '%' or '_'
 		lit  string
