@@ -148,18 +148,18 @@ func (c icebergConv) conv(n node, neg bool) (iceberg.BooleanExpression, bool) {
 		}
 		return iceberg.IsNull(c.ref(col)), true
 	case *isBoolNode:
-		not := n.not != neg
-		inner := !n.value // x IS FALSE is TRUE where NOT x is
-		e, exact := c.conv(n.x, inner)
-		if !not {
-			return e, exact
+		if n.not == neg {
+			// x IS v is TRUE where x = v
+			return c.conv(n.x, !n.value)
 		}
-		// x IS NOT TRUE is the two-valued complement of x IS TRUE: only an
-		// exact inner part can be complemented.
-		if !exact {
-			return alwaysTrue, false
-		}
-		return iceberg.NewNot(e), true
+		// x IS NOT v is TRUE where x = NOT v or x is NULL.
+		// NB: never emit an Iceberg NOT here: iceberg-go rewrites NOT by
+		// negating predicates, and its metrics and partition evaluators then
+		// treat NOT (a >= 1) as a < 1, which drops files of NULLs that
+		// SQL's (a >= 1) IS NOT TRUE accepts.
+		e, exact := c.conv(n.x, n.value)
+		nulls, nexact := c.nullSet(n.x)
+		return iceberg.NewOr(e, nulls), exact && nexact
 	case *colNode:
 		if n.dt.ID() != arrow.BOOL {
 			return alwaysTrue, false
@@ -220,6 +220,50 @@ func (c icebergConv) conv(n node, neg bool) (iceberg.BooleanExpression, bool) {
 			}
 			return iceberg.StartsWith(ref, n.m.lit), true
 		}
+	}
+	return alwaysTrue, false
+}
+
+// nullSet returns an expression TRUE for (at least) the rows where the
+// boolean node n is NULL; exact when for exactly those.
+func (c icebergConv) nullSet(n node) (iceberg.BooleanExpression, bool) {
+	switch n := n.(type) {
+	case *constNode:
+		if n.val == nil {
+			return alwaysTrue, true
+		}
+		return alwaysFalse, true
+	case *isNullNode, *isBoolNode:
+		return alwaysFalse, true
+	case *notNode:
+		return c.nullSet(n.x)
+	case *colNode:
+		return iceberg.IsNull(c.ref(n)), true
+	case *cmpNode:
+		if n.op == OpNullSafeEq {
+			return alwaysFalse, true
+		}
+		// col op constant is NULL exactly where the column is (constant NULLs
+		// were folded away)
+		if col, _, k, ok := columnAndConst(n.l, n.r); ok && k.val != nil {
+			return iceberg.IsNull(c.ref(col)), true
+		}
+		if col, _, k, ok := columnAndConst(n.r, n.l); ok && k.val != nil {
+			return iceberg.IsNull(c.ref(col)), true
+		}
+	case *inNode:
+		if col, _, ok := columnOf(n.x); ok && !n.set.hasNull {
+			return iceberg.IsNull(c.ref(col)), true
+		}
+	case *likeNode:
+		if col, ok := n.x.(*colNode); ok {
+			return iceberg.IsNull(c.ref(col)), true
+		}
+	case *logicNode:
+		// NULL only where one side is NULL: a superset
+		l, _ := c.nullSet(n.l)
+		r, _ := c.nullSet(n.r)
+		return iceberg.NewOr(l, r), false
 	}
 	return alwaysTrue, false
 }
