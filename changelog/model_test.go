@@ -26,7 +26,7 @@ func TestModel(t *testing.T) {
 	if s := os.Getenv("FLOE_MODEL_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	steps := 10
+	steps := 8
 	if s := os.Getenv("FLOE_MODEL_STEPS"); s != "" {
 		steps, _ = strconv.Atoi(s)
 	}

@@ -245,6 +245,19 @@ func (c *Changelog) processSnapshot(ctx context.Context, recs []arrow.RecordBatc
 	for i, r := range refs {
 		outs[i] = as(r, kinds[i])
 	}
+	// A readable, deterministic order: by identifier (or row), before-images
+	// and deletes first.
+	rank := map[string]int{UpdateBefore: 0, Delete: 1, UpdateAfter: 2, Insert: 3}
+	sort.SliceStable(outs, func(i, j int) bool {
+		ki, kj := outs[i].full, outs[j].full
+		if c.updates {
+			ki, kj = outs[i].id, outs[j].id
+		}
+		if ki != kj {
+			return ki < kj
+		}
+		return rank[outs[i].kind] < rank[outs[j].kind]
+	})
 	return c.build(ctx, recs, outs)
 }
 

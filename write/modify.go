@@ -223,7 +223,7 @@ func matchPass(ctx context.Context, reader *scan.Reader, tasks []scan.Task, v *V
 // rows that stay (when keepRows), the rows Rewrite adds, and records the
 // removed positions.
 func rewriteFile(ctx context.Context, reader *scan.Reader, tf touchedFile, v *Visitor, keepRows bool,
-	removed func(pos int64), yield func(arrow.RecordBatch, error) bool) (bool, error) {
+	removed func(pos int64), added func(n int64), yield func(arrow.RecordBatch, error) bool) (bool, error) {
 	_, seq, err := reader.Live(ctx, tf.task.File, tf.task.Deletes, nil)
 	if err != nil {
 		return false, err
@@ -287,6 +287,7 @@ func rewriteFile(ctx context.Context, reader *scan.Reader, tf touchedFile, v *Vi
 		b.Release()
 		if add != nil {
 			if add.NumRows() > 0 {
+				added(add.NumRows())
 				if !yield(add, nil) {
 					return false, nil
 				}
@@ -309,7 +310,7 @@ func (res *Result) copyOnWrite(ctx context.Context, reader *scan.Reader, touched
 	stream := func(yield func(arrow.RecordBatch, error) bool) {
 		for _, tf := range touched {
 			var n int64
-			cont, err := rewriteFile(ctx, reader, tf, req.Visitor, true, func(int64) { n++ }, func(rec arrow.RecordBatch, err error) bool {
+			cont, err := rewriteFile(ctx, reader, tf, req.Visitor, true, func(int64) { n++ }, func(k int64) { addedCount += k }, func(rec arrow.RecordBatch, err error) bool {
 				return yield(rec, err)
 			})
 			if err != nil {
@@ -375,8 +376,7 @@ func (res *Result) mergeOnRead(ctx context.Context, reader *scan.Reader, wfs ice
 				continue
 			}
 			bm := roaring64.New()
-			cont, err := rewriteFile(ctx, reader, tf, req.Visitor, false, func(p int64) { bm.Add(uint64(p)) }, func(rec arrow.RecordBatch, err error) bool {
-				addedCount += rec.NumRows()
+			cont, err := rewriteFile(ctx, reader, tf, req.Visitor, false, func(p int64) { bm.Add(uint64(p)) }, func(k int64) { addedCount += k }, func(rec arrow.RecordBatch, err error) bool {
 				return yield(rec, err)
 			})
 			if err != nil {
