@@ -119,6 +119,18 @@ var (
 // FLOE_INTEROP_REQUIRED is set. Safe for concurrent use.
 func Require(tb testing.TB) *Engines {
 	tb.Helper()
+	if _, err := locateForModule(); err != nil {
+		if os.Getenv(RequiredEnv) != "" {
+			tb.Fatalf("%s (%v)", SkipMessage, locateErr)
+		}
+		tb.Skip(SkipMessage)
+	}
+	return located
+}
+
+// locateForModule runs Locate for the module holding the working directory,
+// once per process.
+func locateForModule() (*Engines, error) {
 	locateOnce.Do(func() {
 		root := testdir.ModuleRoot()
 		if root == "" {
@@ -127,11 +139,5 @@ func Require(tb testing.TB) *Engines {
 		}
 		located, locateErr = Locate(root)
 	})
-	if locateErr != nil {
-		if os.Getenv(RequiredEnv) != "" {
-			tb.Fatalf("%s (%v)", SkipMessage, locateErr)
-		}
-		tb.Skip(SkipMessage)
-	}
-	return located
+	return located, locateErr
 }

@@ -38,10 +38,16 @@ var shared struct {
 }
 
 // Main runs an interop test binary's tests and then stops the engines started
-// by SharedSpark and SharedPy and removes their scratch directory. Use it as
+// by SharedSpark and SharedPy and removes their scratch directory. When the
+// engines are not installed it prints SkipMessage once. Use it as
 //
 //	func TestMain(m *testing.M) { os.Exit(interop.Main(m)) }
 func Main(m *testing.M) int {
+	// Skip messages only show with -v: say once, always, why the suite
+	// does nothing.
+	if _, err := locateForModule(); err != nil && os.Getenv(RequiredEnv) == "" {
+		fmt.Println(SkipMessage)
+	}
 	code := m.Run()
 	if shared.spark != nil {
 		if err := shared.spark.Close(); err != nil {
