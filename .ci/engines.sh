@@ -102,6 +102,19 @@ PY
 	touch "$VENV/$MARKER"
 }
 
+# fetch_jars DIR copies the pinned jars into DIR/spark and DIR/rest. Maven's log goes to
+# $CACHE/maven.log and is shown only when Maven fails.
+fetch_jars() {
+	# -C: fail on a checksum mismatch instead of keeping a corrupt download.
+	if ! mvn -B -C -f "$PINS/pom.xml" \
+		-Dmaven.repo.local="$CACHE/m2" \
+		-Dfloe.jars="$1" \
+		dependency:copy-dependencies@spark dependency:copy@rest >"$CACHE/maven.log" 2>&1; then
+		tail -n 40 "$CACHE/maven.log" >&2
+		return 1
+	fi
+}
+
 install_jars() {
 	if [[ -f "$JARS/$MARKER" ]]; then
 		log "jars up to date: $JARS"
@@ -110,11 +123,7 @@ install_jars() {
 	log "fetching the pinned jars into $JARS"
 	local tmp="$JARS.tmp.$$"
 	rm -rf "$JARS" "$tmp"
-	# -C: fail on a checksum mismatch instead of keeping a corrupt download.
-	retry 3 mvn -B -q -C -Dstyle.color=never -f "$PINS/pom.xml" \
-		-Dmaven.repo.local="$CACHE/m2" \
-		-Dfloe.jars="$tmp" \
-		dependency:copy-dependencies@spark dependency:copy@rest
+	retry 3 fetch_jars "$tmp"
 	local n
 	n=$(find "$tmp/spark" -name '*.jar' | wc -l)
 	[[ "$n" -ge 3 ]] || die "expected Spark jars in $tmp/spark, found $n"
