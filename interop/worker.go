@@ -39,6 +39,7 @@ type EngineError struct {
 	Trace   string
 }
 
+// Error returns "<engine> <op>: <exception>: <message>".
 func (e *EngineError) Error() string {
 	return fmt.Sprintf("%s %s: %s", e.Engine, e.Op, e.Message)
 }
