@@ -94,11 +94,11 @@ func runDemo(ctx context.Context, a *app, dir string, keep bool) error {
 		d.say("appended %d orders: snapshot %d", o.RowsAdded, o.SnapshotID)
 
 		d.step(2+i*3, "changes: update, delete, insert")
-		if o, err = d.sql(t, tbl, "update", "status = 'shipped'", "id IN (2, 3, 5)"); err != nil {
+		if o, err = d.sql(t, "update", "status = 'shipped'", "id IN (2, 3, 5)"); err != nil {
 			return err
 		}
 		d.say("update status = 'shipped' where id IN (2, 3, 5): %d rows rewritten (%s), snapshot %d", o.RowsAdded, o.Mode, o.SnapshotID)
-		if o, err = d.sql(t, tbl, "delete", "", "status = 'cancelled'"); err != nil {
+		if o, err = d.sql(t, "delete", "", "status = 'cancelled'"); err != nil {
 			return err
 		}
 		d.say("delete where status = 'cancelled': %d rows (%s), snapshot %d", o.RowsRemoved, o.Mode, o.SnapshotID)
@@ -153,7 +153,7 @@ func demoRows(as *arrow.Schema, first, n int) iter.Seq2[arrow.RecordBatch, error
 	}
 }
 
-func (d *demo) sql(t tableops.Target, tbl *table.Table, verb, set, where string) (*tableops.Outcome, error) {
+func (d *demo) sql(t tableops.Target, verb, set, where string) (*tableops.Outcome, error) {
 	tbl, err := d.cat.Load(d.ctx, t.Ident)
 	if err != nil {
 		return nil, err
