@@ -1,0 +1,180 @@
+package main_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/floedata/floe/internal/testdir"
+)
+
+// floeBin is the floe binary built once for these tests.
+var floeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "floe-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	floeBin = filepath.Join(dir, "floe")
+	build := exec.Command("go", "build", "-o", floeBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build floe:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var (
+	snapshotID = regexp.MustCompile(`\b\d{15,19}\b`)
+	tmpPath    = regexp.MustCompile(`/tmp/[^\s"']*`)
+	uuidRe     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+)
+
+// TestScripts runs the real binary on the scripts in testdata. Commands:
+//
+//	file NAME          writes the input to NAME in the work folder
+//	floe ARGS...       runs floe with ARGS in the work folder (warehouse ./wh)
+//	                   and prints the exit status, stdout and stderr;
+//	                   snapshot ids print as <ID>, temporary paths as <TMP>
+//
+// $SHARED in arguments is the shared testdata folder.
+func TestScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		work := t.TempDir()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "file":
+				name := d.CmdArgs[0].Key
+				if err := os.WriteFile(filepath.Join(work, name), []byte(d.Input), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return ""
+			case "floe":
+				args, err := splitArgs(d.Input)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, a := range args {
+					if strings.Contains(a, "$SHARED") {
+						args[i] = strings.ReplaceAll(a, "$SHARED", testdir.Shared(t))
+					}
+				}
+				out := runFloe(t, work, args)
+				if d.HasArg("sorted") {
+					out = sortStdout(out)
+				}
+				return out
+			}
+			t.Fatalf("unknown command %s", d.Cmd)
+			return ""
+		})
+	})
+}
+
+func runFloe(t *testing.T, work string, args []string) string {
+	cmd := exec.Command(floeBin, append([]string{"--warehouse", "wh"}, args...)...)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "FLOE_CONFIG=", "FLOE_WAREHOUSE=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	clean := func(s string) string {
+		s = strings.ReplaceAll(s, work, "<WORK>")
+		s = snapshotID.ReplaceAllString(s, "<ID>")
+		s = tmpPath.ReplaceAllString(s, "<TMP>")
+		s = uuidRe.ReplaceAllString(s, "<UUID>")
+		return s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit %d\n", code)
+	if out := clean(stdout.String()); out != "" {
+		b.WriteString(out)
+		if !strings.HasSuffix(out, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	if e := clean(stderr.String()); e != "" {
+		for _, l := range strings.Split(strings.TrimRight(e, "\n"), "\n") {
+			b.WriteString("! " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// splitArgs splits a command line with shell-like double and single quotes.
+func splitArgs(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in := false
+	var q byte
+	started := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case q != 0:
+			if c == q {
+				q = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '"' || c == '\'':
+			q, started = c, true
+		case c == ' ' || c == '\n' || c == '\t':
+			if started {
+				out = append(out, cur.String())
+				cur.Reset()
+				started = false
+			}
+		case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
+			i++
+		default:
+			cur.WriteByte(c)
+			started = true
+		}
+		_ = in
+	}
+	if q != 0 {
+		return nil, errors.New("unterminated quote")
+	}
+	if started {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// sortStdout sorts the stdout lines of a runFloe result (tables of rows
+// whose order is not defined), keeping the exit line first and stderr last.
+func sortStdout(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	var body, errs []string
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "! ") {
+			errs = append(errs, l)
+		} else {
+			body = append(body, l)
+		}
+	}
+	sort.Strings(body)
+	return strings.Join(append(append([]string{lines[0]}, body...), errs...), "\n") + "\n"
+}
