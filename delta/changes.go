@@ -103,7 +103,7 @@ func (t *Table) resolveRange(ctx context.Context, l *logListing, opts ChangesOpt
 	}
 	latest, earliest := l.latest(), l.earliest()
 	if earliest < 0 {
-		return VersionRange{}, fmt.Errorf("%w: no version of table %s can be rebuilt (commits missing after the newest checkpoint)", ErrVersionNotFound, t.root)
+		return VersionRange{}, l.gapError(t.root)
 	}
 	var r VersionRange
 	if opts.Start.isTime {

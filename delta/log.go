@@ -59,14 +59,7 @@ func (l *logListing) latest() int64 {
 // the first commit is kept, else the oldest checkpoint followed by unbroken
 // commits up to the latest version (-1 when there is none).
 func (l *logListing) earliest() int64 {
-	latest := l.latest()
-	gap := int64(-1) // newest version without a commit file
-	for v := latest; v >= 0; v-- {
-		if _, ok := l.commits[v]; !ok {
-			gap = v
-			break
-		}
-	}
+	gap := l.lastGap()
 	if gap == -1 {
 		return 0
 	}
@@ -76,6 +69,25 @@ func (l *logListing) earliest() int64 {
 		}
 	}
 	return -1
+}
+
+// lastGap returns the newest version without a commit file, -1 when
+// versions 0 to latest all have one.
+func (l *logListing) lastGap() int64 {
+	for v := l.latest(); v >= 0; v-- {
+		if _, ok := l.commits[v]; !ok {
+			return v
+		}
+	}
+	return -1
+}
+
+// gapError explains why no version can be read: a commit file is missing
+// after the newest checkpoint.
+func (l *logListing) gapError(root tableRoot) error {
+	gap := l.lastGap()
+	return fmt.Errorf("%w: table %s: commit file %s of version %d is missing and no checkpoint at or after it covers the gap, so no version up to the latest (%d) can be rebuilt",
+		ErrVersionNotFound, root, commitName(gap), gap, l.latest())
 }
 
 // contiguous returns the first version in [from, to] without a commit file,

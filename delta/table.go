@@ -90,7 +90,7 @@ func (t *Table) EarliestVersion(ctx context.Context) (int64, error) {
 	}
 	e := l.earliest()
 	if e < 0 {
-		return 0, fmt.Errorf("%w: no version of table %s can be rebuilt (commits missing after the newest checkpoint)", ErrVersionNotFound, t.root)
+		return 0, l.gapError(t.root)
 	}
 	return e, nil
 }
@@ -266,7 +266,7 @@ func (t *Table) VersionAtOrBefore(ctx context.Context, ts time.Time) (int64, err
 func (t *Table) firstAtOrAfter(ctx context.Context, l *logListing, ts time.Time) (int64, error) {
 	lo := l.earliest()
 	if lo < 0 {
-		return 0, fmt.Errorf("%w: no version of table %s can be rebuilt", ErrVersionNotFound, t.root)
+		return 0, l.gapError(t.root)
 	}
 	hi := l.latest() + 1
 	for lo < hi {
@@ -289,7 +289,7 @@ func (t *Table) firstAtOrAfter(ctx context.Context, l *logListing, ts time.Time)
 func (t *Table) lastAtOrBefore(ctx context.Context, l *logListing, ts time.Time) (int64, error) {
 	earliest := l.earliest()
 	if earliest < 0 {
-		return 0, fmt.Errorf("%w: no version of table %s can be rebuilt", ErrVersionNotFound, t.root)
+		return 0, l.gapError(t.root)
 	}
 	lo, hi := earliest, l.latest()+1
 	for lo < hi { // first version with timestamp > ts
