@@ -124,6 +124,14 @@ func (e *ddEnv) run(t *testing.T, td *datadriven.TestData) (string, error) {
 			os.Remove(filepath.Join(tbl.w.Dir, "_delta_log", fmt.Sprintf("%020d.json", v)))
 		}
 		return "ok\n", nil
+	case "put-log-file":
+		tbl := e.table(t, td)
+		var name string
+		td.ScanArgs(t, "file", &name)
+		if err := os.WriteFile(filepath.Join(tbl.w.Dir, "_delta_log", name), []byte(td.Input), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return "ok\n", nil
 	case "drop-log-file":
 		tbl := e.table(t, td)
 		var name string

@@ -86,6 +86,8 @@ func (w *Writer) Checkpoint(kind CheckpointKind, parts int) ([]string, error) {
 		rows = append(rows, map[string]any{"sidecar": map[string]any{"path": sideName, "sizeInBytes": st.Size(), "modificationTime": st.ModTime().UnixMilli()}})
 		if kind == V2JSON {
 			name := fmt.Sprintf("%020d.checkpoint.%s.json", v, uuid)
+			// JSON checkpoints hold actions as commits do: maps as objects.
+			rows := []map[string]any{rows[0], {"protocol": w.protocol}, {"metaData": w.metadata}, rows[len(rows)-1]}
 			var buf bytes.Buffer
 			for _, r := range rows {
 				b, err := json.Marshal(r)
