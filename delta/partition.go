@@ -100,7 +100,13 @@ func ParsePartitionValue(raw *string, dt DataType) (scalar.Scalar, error) {
 			return scalar.NewTimestampScalar(arrow.Timestamp(ts.UnixMicro()), at), nil
 		}
 	case DecimalType:
-		n, err := decimal128.FromString(strings.TrimSpace(v), int32(t.Precision), int32(t.Scale))
+		v := strings.TrimSpace(v)
+		if _, frac, ok := strings.Cut(v, "."); ok && !strings.ContainsAny(v, "eE") {
+			if d := len(strings.TrimRight(frac, "0")); d > t.Scale {
+				return bad(fmt.Errorf("%d fractional digits do not fit scale %d", d, t.Scale))
+			}
+		}
+		n, err := decimal128.FromString(v, int32(t.Precision), int32(t.Scale))
 		if err != nil {
 			return bad(err)
 		}

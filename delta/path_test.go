@@ -1,0 +1,81 @@
+package delta
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestResolvePath(t *testing.T) {
+	local, err := parseRoot("/data/tbl/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := parseRoot("s3://bucket/warehouse/tbl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		root tableRoot
+		raw  string
+		want string
+		err  error
+	}{
+		{"relative", local, "part-0.parquet", "/data/tbl/part-0.parquet", nil},
+		{"percent-encoded", local, "test%25file%25prefix-part-0.parquet", "/data/tbl/test%file%prefix-part-0.parquet", nil},
+		{"partition dir with space", local, "p=a%20b/part-0.parquet", "/data/tbl/p=a b/part-0.parquet", nil},
+		{"dot segments inside", local, "a/../b/./c.parquet", "/data/tbl/b/c.parquet", nil},
+		{"escapes with ..", local, "../other/part-0.parquet", "", ErrPathEscapesRoot},
+		{"escapes with encoded ..", local, "%2E%2E/x.parquet", "", ErrPathEscapesRoot},
+		{"absolute file URI inside", local, "file:///data/tbl/x/part-0.parquet", "/data/tbl/x/part-0.parquet", nil},
+		{"absolute file URI outside", local, "file:///data/other/part-0.parquet", "", ErrPathEscapesRoot},
+		{"absolute file URI prefix trick", local, "file:///data/tbl2/part-0.parquet", "", ErrPathEscapesRoot},
+		{"absolute path inside", local, "/data/tbl/part-0.parquet", "/data/tbl/part-0.parquet", nil},
+		{"absolute path outside", local, "/etc/passwd", "", ErrPathEscapesRoot},
+		{"bad escape", local, "part-%zz.parquet", "", ErrCorruptLog},
+		{"empty", local, "", "", ErrCorruptLog},
+		{"s3 relative", s3, "p=1/part-0.parquet", "s3://bucket/warehouse/tbl/p=1/part-0.parquet", nil},
+		{"s3 absolute inside", s3, "s3://bucket/warehouse/tbl/part-0.parquet", "s3://bucket/warehouse/tbl/part-0.parquet", nil},
+		{"s3 other bucket", s3, "s3://other/warehouse/tbl/part-0.parquet", "", ErrPathEscapesRoot},
+		{"s3 local file", s3, "file:///tmp/part-0.parquet", "", ErrPathEscapesRoot},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.root.resolve(tc.raw)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("want %v, got %q, %v", tc.err, got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseRoot(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"/data/tbl", "/data/tbl"},
+		{"/data/tbl/", "/data/tbl"},
+		{"file:///data/tbl", "/data/tbl"},
+		{"s3://bucket/a/b/", "s3://bucket/a/b"},
+		{"gs://bucket", "gs://bucket/"},
+	}
+	for _, tc := range tests {
+		r, err := parseRoot(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if r.String() != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.in, r, tc.want)
+		}
+	}
+	if _, err := parseRoot(""); !errors.Is(err, ErrNotATable) {
+		t.Errorf("empty location: got %v", err)
+	}
+}
