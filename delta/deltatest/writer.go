@@ -35,6 +35,9 @@ type Writer struct {
 	Dir string
 	// Mem allocates the Arrow memory of checkpoints.
 	Mem memory.Allocator
+	// Int96Timestamps writes timestamp columns of data files as the
+	// deprecated Parquet INT96 type, as old Spark writers do.
+	Int96Timestamps bool
 
 	next     int64
 	seq      int
@@ -187,7 +190,8 @@ func (w *Writer) writeParquet(rel string, rec arrow.RecordBatch) (int64, error) 
 		return 0, err
 	}
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(RowGroupRows))
-	fw, err := pqarrow.NewFileWriter(rec.Schema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(w.Mem)))
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), f, props, pqarrow.NewArrowWriterProperties(
+		pqarrow.WithAllocator(w.Mem), pqarrow.WithDeprecatedInt96Timestamps(w.Int96Timestamps)))
 	if err != nil {
 		f.Close()
 		return 0, err
