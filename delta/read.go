@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -197,7 +198,7 @@ func (t *Table) loadSelection(ctx context.Context, task *readTask) (sel *rowSele
 
 // readFile reads one task and calls yield for each non-empty batch, which
 // yield then owns. It returns false when yield asked to stop.
-func (t *Table) readFile(ctx context.Context, spec *readSpec, task *readTask, yield func(arrow.RecordBatch) bool) (bool, error) {
+func (t *Table) readFile(ctx context.Context, spec *readSpec, task *readTask, cache *constCache, yield func(arrow.RecordBatch) bool) (bool, error) {
 	sel, skip, err := t.loadSelection(ctx, task)
 	if err != nil || skip {
 		return true, err
@@ -286,7 +287,7 @@ func (t *Table) readFile(ctx context.Context, spec *readSpec, task *readTask, yi
 				}
 				cols[c] = a
 			case consts[c] != nil:
-				a, err := scalar.MakeArrayFromScalar(consts[c], n, t.mem)
+				a, err := cache.array(consts[c], n, t.mem)
 				if err != nil {
 					return true, fmt.Errorf("%s: column %s: %w", task.what, spec.schema.Field(c).Name, err)
 				}
@@ -379,6 +380,53 @@ func (t *Table) constants(spec *readSpec, task *readTask) ([]scalar.Scalar, erro
 		}
 	}
 	return out, nil
+}
+
+// constCache keeps the constant columns built for recent batches (partition
+// values, change type, commit version and timestamp repeat across batches
+// and files), so a batch costs no allocation for them. Arrays are shared
+// read-only between batches through reference counts.
+type constCache struct {
+	arrays map[constKey]arrow.Array
+}
+
+type constKey struct {
+	n     int
+	typ   string
+	value string
+}
+
+const constCacheSize = 64
+
+// array returns a new reference to an array of n copies of s.
+func (c *constCache) array(s scalar.Scalar, n int, mem memory.Allocator) (arrow.Array, error) {
+	k := constKey{n: n, typ: s.DataType().String(), value: s.String()}
+	if !s.IsValid() {
+		k.value = "\x00null"
+	}
+	if a, ok := c.arrays[k]; ok {
+		a.Retain()
+		return a, nil
+	}
+	a, err := scalar.MakeArrayFromScalar(s, n, mem)
+	if err != nil {
+		return nil, err
+	}
+	if c.arrays == nil || len(c.arrays) >= constCacheSize {
+		c.release()
+		c.arrays = map[constKey]arrow.Array{}
+	}
+	a.Retain()
+	c.arrays[k] = a
+	return a, nil
+}
+
+// release drops the cached arrays.
+func (c *constCache) release() {
+	for _, a := range c.arrays {
+		a.Release()
+	}
+	c.arrays = nil
 }
 
 func lookupFold(m map[string]*string, name string) *string {

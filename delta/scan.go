@@ -45,12 +45,14 @@ func (s *Snapshot) Scan(ctx context.Context, opts ScanOptions) (*arrow.Schema, i
 // readTasks reads tasks in order as one sequence of batches.
 func (t *Table) readTasks(ctx context.Context, spec *readSpec, tasks []readTask) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
+		cache := &constCache{}
+		defer cache.release()
 		for i := range tasks {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return
 			}
-			cont, err := t.readFile(ctx, spec, &tasks[i], func(b arrow.RecordBatch) bool { return yield(b, nil) })
+			cont, err := t.readFile(ctx, spec, &tasks[i], cache, func(b arrow.RecordBatch) bool { return yield(b, nil) })
 			if err != nil {
 				yield(nil, err)
 				return
