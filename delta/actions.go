@@ -11,10 +11,10 @@ import (
 // Protocol is the protocol action: the reader and writer versions and, from
 // reader version 3 and writer version 7, the table features in use.
 type Protocol struct {
-	MinReaderVersion int      `json:"minReaderVersion"`
-	MinWriterVersion int      `json:"minWriterVersion"`
-	ReaderFeatures   []string `json:"readerFeatures,omitempty"`
-	WriterFeatures   []string `json:"writerFeatures,omitempty"`
+	MinReaderVersion int      `json:"minReaderVersion"`         // protocol version a reader needs
+	MinWriterVersion int      `json:"minWriterVersion"`         // protocol version a writer needs
+	ReaderFeatures   []string `json:"readerFeatures,omitempty"` // table features a reader needs (reader version 3)
+	WriterFeatures   []string `json:"writerFeatures,omitempty"` // table features a writer needs (writer version 7)
 }
 
 // HasReaderFeature reports whether feature is listed in ReaderFeatures.
@@ -39,21 +39,21 @@ func (p *Protocol) HasWriterFeature(feature string) bool {
 
 // Format is the metaData.format field (provider is always "parquet").
 type Format struct {
-	Provider string            `json:"provider"`
-	Options  map[string]string `json:"options,omitempty"`
+	Provider string            `json:"provider"`          // file format, "parquet"
+	Options  map[string]string `json:"options,omitempty"` // format options, unused
 }
 
 // Metadata is the metaData action: table id, schema, partition columns and
 // table properties.
 type Metadata struct {
-	ID               string            `json:"id"`
-	Name             string            `json:"name,omitempty"`
-	Description      string            `json:"description,omitempty"`
-	Format           Format            `json:"format"`
-	SchemaString     string            `json:"schemaString"`
-	PartitionColumns []string          `json:"partitionColumns"`
-	Configuration    map[string]string `json:"configuration"`
-	CreatedTime      *int64            `json:"createdTime,omitempty"`
+	ID               string            `json:"id"`                    // table id, a UUID
+	Name             string            `json:"name,omitempty"`        // user-given name
+	Description      string            `json:"description,omitempty"` // user-given description
+	Format           Format            `json:"format"`                // data file format
+	SchemaString     string            `json:"schemaString"`          // the schema as JSON; see ParseSchema
+	PartitionColumns []string          `json:"partitionColumns"`      // logical names of partition columns
+	Configuration    map[string]string `json:"configuration"`         // table properties (delta.*)
+	CreatedTime      *int64            `json:"createdTime,omitempty"` // creation time, ms since the epoch
 }
 
 // Table properties read by this package.
@@ -89,9 +89,9 @@ type DeletionVector struct {
 	PathOrInlineDV string `json:"pathOrInlineDv"`
 	// Offset is the position of the vector inside its file (absent for "i").
 	Offset      *int32 `json:"offset,omitempty"`
-	SizeInBytes int32  `json:"sizeInBytes"`
-	Cardinality int64  `json:"cardinality"`
-	MaxRowIndex *int64 `json:"maxRowIndex,omitempty"`
+	SizeInBytes int32  `json:"sizeInBytes"`           // size of the serialized bitmap
+	Cardinality int64  `json:"cardinality"`           // number of deleted rows
+	MaxRowIndex *int64 `json:"maxRowIndex,omitempty"` // highest deleted row, when written
 }
 
 // UniqueID returns the identifier the protocol uses to tell deletion vectors
@@ -111,46 +111,46 @@ func (d *DeletionVector) UniqueID() string {
 // partition values (keyed by physical column name, nil for NULL) and its
 // deletion vector.
 type AddFile struct {
-	Path                    string             `json:"path"`
-	PartitionValues         map[string]*string `json:"partitionValues"`
-	Size                    int64              `json:"size"`
-	ModificationTime        int64              `json:"modificationTime"`
-	DataChange              bool               `json:"dataChange"`
-	Stats                   string             `json:"stats,omitempty"`
-	Tags                    map[string]string  `json:"tags,omitempty"`
-	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`
-	BaseRowID               *int64             `json:"baseRowId,omitempty"`
-	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"`
-	ClusteringProvider      string             `json:"clusteringProvider,omitempty"`
+	Path                    string             `json:"path"`                              // URI relative to the root (percent-encoded) or absolute
+	PartitionValues         map[string]*string `json:"partitionValues"`                   // serialized values by physical column name
+	Size                    int64              `json:"size"`                              // file size in bytes
+	ModificationTime        int64              `json:"modificationTime"`                  // ms since the epoch
+	DataChange              bool               `json:"dataChange"`                        // false for rewrites that change no data
+	Stats                   string             `json:"stats,omitempty"`                   // JSON statistics (numRecords, min/max, ...)
+	Tags                    map[string]string  `json:"tags,omitempty"`                    // writer tags
+	DeletionVector          *DeletionVector    `json:"deletionVector,omitempty"`          // deleted rows, nil when none
+	BaseRowID               *int64             `json:"baseRowId,omitempty"`               // row tracking
+	DefaultRowCommitVersion *int64             `json:"defaultRowCommitVersion,omitempty"` // row tracking
+	ClusteringProvider      string             `json:"clusteringProvider,omitempty"`      // liquid clustering
 }
 
 // RemoveFile is the remove action: a data file (or one deletion vector
 // state of it) that is no longer part of the table.
 type RemoveFile struct {
-	Path                 string             `json:"path"`
-	DeletionTimestamp    *int64             `json:"deletionTimestamp,omitempty"`
-	DataChange           bool               `json:"dataChange"`
-	ExtendedFileMetadata bool               `json:"extendedFileMetadata,omitempty"`
-	PartitionValues      map[string]*string `json:"partitionValues,omitempty"`
-	Size                 *int64             `json:"size,omitempty"`
-	Tags                 map[string]string  `json:"tags,omitempty"`
-	DeletionVector       *DeletionVector    `json:"deletionVector,omitempty"`
+	Path                 string             `json:"path"`                           // as in AddFile
+	DeletionTimestamp    *int64             `json:"deletionTimestamp,omitempty"`    // ms since the epoch
+	DataChange           bool               `json:"dataChange"`                     // false for rewrites that change no data
+	ExtendedFileMetadata bool               `json:"extendedFileMetadata,omitempty"` // whether partition values, size and tags are set
+	PartitionValues      map[string]*string `json:"partitionValues,omitempty"`      // as in AddFile, when extended
+	Size                 *int64             `json:"size,omitempty"`                 // file size, when extended
+	Tags                 map[string]string  `json:"tags,omitempty"`                 // writer tags
+	DeletionVector       *DeletionVector    `json:"deletionVector,omitempty"`       // the vector of the state removed
 }
 
 // AddCDCFile is the cdc action: a change data file written by the commit.
 type AddCDCFile struct {
-	Path            string             `json:"path"`
-	PartitionValues map[string]*string `json:"partitionValues"`
-	Size            int64              `json:"size"`
-	DataChange      bool               `json:"dataChange"`
-	Tags            map[string]string  `json:"tags,omitempty"`
+	Path            string             `json:"path"`            // as in AddFile, usually under _change_data/
+	PartitionValues map[string]*string `json:"partitionValues"` // as in AddFile
+	Size            int64              `json:"size"`            // file size in bytes
+	DataChange      bool               `json:"dataChange"`      // always false
+	Tags            map[string]string  `json:"tags,omitempty"`  // writer tags
 }
 
 // Txn is the txn (set transaction) action: an application's progress marker.
 type Txn struct {
-	AppID       string `json:"appId"`
-	Version     int64  `json:"version"`
-	LastUpdated *int64 `json:"lastUpdated,omitempty"`
+	AppID       string `json:"appId"`                 // application id
+	Version     int64  `json:"version"`               // the application's own version
+	LastUpdated *int64 `json:"lastUpdated,omitempty"` // ms since the epoch
 }
 
 // sidecar is the sidecar action of a v2 checkpoint.
@@ -256,6 +256,7 @@ const (
 
 // CommitInfo describes one commit (version) of the table.
 type CommitInfo struct {
+	// Version is the commit's version.
 	Version int64
 	// Timestamp is the commit timestamp this package uses for
 	// _commit_timestamp and for timestamp bounds: commitInfo.inCommitTimestamp
@@ -263,7 +264,8 @@ type CommitInfo struct {
 	// the commit file. (Spark and kernel-rs use the file modification time
 	// where delta-rs and this package use commitInfo.timestamp: file times do
 	// not survive copies, git checkouts or object store migrations.)
-	Timestamp       time.Time
+	Timestamp time.Time
+	// TimestampSource says which of the three Timestamp comes from.
 	TimestampSource TimestampSource
 	// Operation is commitInfo.operation ("WRITE", "MERGE", "DELETE", ...),
 	// empty when the commit has no commitInfo.
@@ -272,9 +274,9 @@ type CommitInfo struct {
 	// each value rendered as text (JSON strings unquoted).
 	OperationParameters map[string]string
 	OperationMetrics    map[string]string
-	EngineInfo          string
-	IsBlindAppend       *bool
-	ReadVersion         *int64
+	EngineInfo          string // the writer, e.g. "Apache-Spark/3.5.0 Delta-Lake/3.1.0"
+	IsBlindAppend       *bool  // whether the commit only appended
+	ReadVersion         *int64 // the version the writer read
 }
 
 func newCommitInfo(version int64, raw *rawCommitInfo, mtime time.Time) CommitInfo {

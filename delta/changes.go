@@ -72,8 +72,8 @@ type ChangesOptions struct {
 // VersionRange is a resolved change data range: versions Start to End
 // inclusive, or no version at all when Empty.
 type VersionRange struct {
-	Start, End int64
-	Empty      bool
+	Start, End int64 // first and last version, inclusive
+	Empty      bool  // no version at all (then Start and End are 0)
 }
 
 // ResolveRange resolves the bounds of opts to versions without reading any

@@ -47,9 +47,9 @@ type FileInfo struct {
 	Name string
 	// Location is the full location, usable with Open.
 	Location string
-	Size     int64
-	ModTime  time.Time
-	IsDir    bool
+	Size     int64     // bytes
+	ModTime  time.Time // last modification
+	IsDir    bool      // a directory (or object store prefix)
 }
 
 // LocalFS is the FileSystem of the local disk. Locations are operating system

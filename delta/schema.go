@@ -40,24 +40,27 @@ const (
 	TypeTimestampNTZ PrimitiveType = "timestamp_ntz"
 )
 
+// String returns the type name.
 func (p PrimitiveType) String() string { return string(p) }
 func (PrimitiveType) isDataType()      {}
 
 // DecimalType is decimal(Precision, Scale).
 type DecimalType struct {
-	Precision int
-	Scale     int
+	Precision int // total digits, 1 to 38
+	Scale     int // digits after the point, 0 to Precision
 }
 
+// String returns "decimal(p,s)".
 func (d DecimalType) String() string { return fmt.Sprintf("decimal(%d,%d)", d.Precision, d.Scale) }
 func (DecimalType) isDataType()      {}
 
 // ArrayType is a list of ElementType.
 type ArrayType struct {
 	ElementType  DataType
-	ContainsNull bool
+	ContainsNull bool // whether elements may be NULL
 }
 
+// String returns "array<element>".
 func (a *ArrayType) String() string { return "array<" + a.ElementType.String() + ">" }
 func (*ArrayType) isDataType()      {}
 
@@ -65,9 +68,10 @@ func (*ArrayType) isDataType()      {}
 type MapType struct {
 	KeyType           DataType
 	ValueType         DataType
-	ValueContainsNull bool
+	ValueContainsNull bool // whether values may be NULL
 }
 
+// String returns "map<key,value>".
 func (m *MapType) String() string {
 	return "map<" + m.KeyType.String() + "," + m.ValueType.String() + ">"
 }
@@ -76,9 +80,10 @@ func (*MapType) isDataType() {}
 // StructType is an ordered list of named fields. A table schema is a
 // StructType.
 type StructType struct {
-	Fields []StructField
+	Fields []StructField // in schema order
 }
 
+// String returns "struct<name:type,...>".
 func (s *StructType) String() string {
 	parts := make([]string, len(s.Fields))
 	for i, f := range s.Fields {
@@ -109,10 +114,10 @@ func (s *StructType) Field(name string) (*StructField, int) {
 // holds the field metadata of the schema string, including the column
 // mapping keys delta.columnMapping.id and delta.columnMapping.physicalName.
 type StructField struct {
-	Name     string
-	Type     DataType
-	Nullable bool
-	Metadata map[string]any
+	Name     string         // logical name
+	Type     DataType       // column type
+	Nullable bool           // whether values may be NULL
+	Metadata map[string]any // field metadata as parsed from JSON (numbers as json.Number)
 }
 
 // Column mapping metadata keys and modes (PROTOCOL.md "Column Mapping").

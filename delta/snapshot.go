@@ -139,8 +139,8 @@ func (s *Snapshot) ChangeDataFeedEnabled() bool { return s.metadata.ChangeDataFe
 // package cannot read.
 func (s *Snapshot) ArrowSchema() (*arrow.Schema, error) { return ArrowSchema(s.schema) }
 
-// Files returns copies of the live add actions, sorted by path. Paths are as
-// written in the log; FileLocation resolves them.
+// Files returns copies of the live add actions, sorted by location. Paths
+// are as written in the log; Table.FileLocation resolves them.
 func (s *Snapshot) Files() []AddFile {
 	out := make([]AddFile, len(s.files))
 	for i, f := range s.files {

@@ -81,6 +81,12 @@ func (t *Table) LatestVersion(ctx context.Context) (int64, error) {
 	return l.latest(), nil
 }
 
+// FileLocation resolves a path from the log (add.path, remove.path,
+// cdc.path) to a location of the table's FileSystem: relative paths are
+// percent-decoded and joined to the root; absolute URIs must lie under the
+// root, else the error wraps ErrPathEscapesRoot.
+func (t *Table) FileLocation(path string) (string, error) { return t.root.resolve(path) }
+
 // EarliestVersion returns the oldest version whose snapshot can still be
 // rebuilt (0 unless log cleanup removed the first commits).
 func (t *Table) EarliestVersion(ctx context.Context) (int64, error) {

@@ -60,11 +60,12 @@ func (w *Writer) Version() int64 { return w.next - 1 }
 
 // CommitInfo is the commitInfo action of a commit.
 type CommitInfo struct {
+	// Timestamp is written as commitInfo.timestamp (ms).
 	Timestamp time.Time
 	// InCommitTimestamp, when set, is written as commitInfo.inCommitTimestamp.
 	InCommitTimestamp *time.Time
-	Operation         string
-	OperationMetrics  map[string]string
+	Operation         string            // commitInfo.operation
+	OperationMetrics  map[string]string // commitInfo.operationMetrics
 }
 
 // Raw is a commit line written verbatim (no newline), for broken logs.
