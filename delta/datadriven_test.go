@@ -213,7 +213,11 @@ func (e *ddEnv) run(t *testing.T, td *datadriven.TestData) (string, error) {
 		}
 		var b strings.Builder
 		for _, ci := range cis {
-			fmt.Fprintf(&b, "%d %s %s (%s)\n", ci.Version, ci.Operation, deltatest.CanonicalTime(ci.Timestamp), ci.TimestampSource)
+			when := deltatest.CanonicalTime(ci.Timestamp)
+			if ci.TimestampSource == delta.TimestampFileModification {
+				when = "<file time>" // differs on every run
+			}
+			fmt.Fprintf(&b, "%d %s %s (%s)\n", ci.Version, ci.Operation, when, ci.TimestampSource)
 		}
 		return b.String(), nil
 	case "version-at":
@@ -419,7 +423,7 @@ func ddCommitInfo(t *testing.T, td *datadriven.TestData, v int64, op string) any
 
 // commit runs the commands that write one version.
 //
-//	write table=t file=f [part=v]          rows (CSV) in the input: add f
+//	write table=t file=f [part=v]          rows (CSV) in the input: add f ("~" in v is a space)
 //	delete table=t file=f rows=(0,2) [inline]  deletion vector += rows
 //	restore table=t file=f rows=(0)        deletion vector -= rows
 //	remove table=t file=f [datachange=false]
@@ -596,6 +600,7 @@ func (tbl *ddTable) writeFile(t *testing.T, td *datadriven.TestData, name, input
 	if tbl.partition != "" {
 		var part string
 		td.ScanArgs(t, "part", &part)
+		part = strings.ReplaceAll(part, "~", " ") // arguments cannot hold spaces
 		if part == "null" {
 			pv[tbl.partition] = nil
 			rel = tbl.partition + "=__HIVE_DEFAULT_PARTITION__/" + rel
