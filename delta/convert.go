@@ -216,35 +216,9 @@ func selectionMask(mem memory.Allocator, sel *rowSelection, first int64, n int) 
 		return nil, false
 	}
 	lo, hi := uint64(first), uint64(first)+uint64(n)
+	var hits []int // batch positions of the selection's rows
 	it := sel.rows.Iterator()
 	it.AdvanceIfNeeded(lo)
-	if sel.keep {
-		var hits []int
-		for it.HasNext() {
-			r := it.Next()
-			if r >= hi {
-				break
-			}
-			hits = append(hits, int(r-lo))
-		}
-		if len(hits) == 0 {
-			return nil, true
-		}
-		if len(hits) == n {
-			return nil, false
-		}
-		buf := memory.NewResizableBuffer(mem)
-		buf.Resize(int(bitutil.BytesForBits(int64(n))))
-		bits := buf.Bytes()
-		for i := range bits {
-			bits[i] = 0
-		}
-		for _, h := range hits {
-			bitutil.SetBit(bits, h)
-		}
-		return boolArray(buf, n), false
-	}
-	var hits []int
 	for it.HasNext() {
 		r := it.Next()
 		if r >= hi {
@@ -252,20 +226,25 @@ func selectionMask(mem memory.Allocator, sel *rowSelection, first int64, n int) 
 		}
 		hits = append(hits, int(r-lo))
 	}
-	if len(hits) == 0 {
-		return nil, false
-	}
-	if len(hits) == n {
-		return nil, true
+	// keep: the hits are kept; otherwise the hits are dropped.
+	switch {
+	case len(hits) == 0:
+		return nil, sel.keep
+	case len(hits) == n:
+		return nil, !sel.keep
 	}
 	buf := memory.NewResizableBuffer(mem)
 	buf.Resize(int(bitutil.BytesForBits(int64(n))))
 	bits := buf.Bytes()
+	fill := byte(0xFF)
+	if sel.keep {
+		fill = 0
+	}
 	for i := range bits {
-		bits[i] = 0xFF
+		bits[i] = fill
 	}
 	for _, h := range hits {
-		bitutil.ClearBit(bits, h)
+		bitutil.SetBitTo(bits, h, sel.keep)
 	}
 	return boolArray(buf, n), false
 }

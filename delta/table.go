@@ -1,10 +1,13 @@
 package delta
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -16,8 +19,10 @@ import (
 const DefaultBatchSize = 64 * 1024
 
 // Table is a Delta table at a location. It holds no snapshot: every call
-// lists the log again, so it sees commits made since Open. A Table is safe
-// for concurrent use.
+// lists the log again, so it sees commits made since Open. It caches the
+// commit information it reads, since a commit never changes once written
+// (open a new Table if a table is deleted and recreated at the same place).
+// A Table is safe for concurrent use.
 type Table struct {
 	root      tableRoot
 	fs        FileSystem
@@ -195,24 +200,31 @@ func (t *Table) commitInfo(ctx context.Context, l *logListing, v int64) (CommitI
 		}
 		return CommitInfo{}, fmt.Errorf("%w: version %d of table %s: commit file %s is missing", ErrVersionNotFound, v, t.root, commitName(v))
 	}
-	f, err := t.openFile(ctx, fi.Location, "commit file "+fi.Name+" of table "+t.root.String())
+	raw, err := t.readCommitInfoAction(ctx, fi)
 	if err != nil {
 		return CommitInfo{}, err
 	}
-	data, err := readAll(f)
-	f.Close()
+	ci = newCommitInfo(v, raw, fi.ModTime)
+	t.cacheCommitInfo(ci)
+	return ci, nil
+}
+
+// readCommitInfoAction reads the lines of a commit file up to its
+// commitInfo action (nil when it has none).
+func (t *Table) readCommitInfoAction(ctx context.Context, fi FileInfo) (*rawCommitInfo, error) {
+	f, err := t.openFile(ctx, fi.Location, "commit file "+fi.Name+" of table "+t.root.String())
 	if err != nil {
-		return CommitInfo{}, fmt.Errorf("delta: read %s: %w", fi.Location, err)
+		return nil, err
 	}
-	var raw *rawCommitInfo
-	line := 0
-	for len(data) > 0 && raw == nil {
-		line++
-		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			l, data = data, nil
+	defer f.Close()
+	r := bufio.NewReader(io.NewSectionReader(f, 0, f.Size()))
+	for line := 1; ; line++ {
+		l, err := r.ReadBytes('\n')
+		if len(l) == 0 && err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("delta: read %s: %w", fi.Location, err)
 		}
 		l = bytes.TrimSpace(l)
 		if !bytes.HasPrefix(l, []byte(`{"commitInfo"`)) {
@@ -220,13 +232,10 @@ func (t *Table) commitInfo(ctx context.Context, l *logListing, v int64) (CommitI
 		}
 		var a action
 		if err := json.Unmarshal(l, &a); err != nil {
-			return CommitInfo{}, fmt.Errorf("%w: %s line %d: %v", ErrCorruptLog, fi.Location, line, describeJSONError(err))
+			return nil, fmt.Errorf("%w: %s line %d: %v", ErrCorruptLog, fi.Location, line, describeJSONError(err))
 		}
-		raw = a.CommitInfo
+		return a.CommitInfo, nil
 	}
-	ci = newCommitInfo(v, raw, fi.ModTime)
-	t.cacheCommitInfo(ci)
-	return ci, nil
 }
 
 // VersionAtOrAfter returns the first version committed at or after ts (the
