@@ -426,7 +426,7 @@ func ddCommitInfo(t *testing.T, td *datadriven.TestData, v int64, op string) any
 //	write table=t file=f [part=v]          rows (CSV) in the input: add f ("~" in v is a space)
 //	delete table=t file=f rows=(0,2) [inline]  deletion vector += rows
 //	restore table=t file=f rows=(0)        deletion vector -= rows
-//	remove table=t file=f [datachange=false]
+//	remove table=t file=f [datachange=false] [no-partition-values]
 //	rewrite table=t file=f to=g            remove f, add g with f's live rows (dataChange=false)
 //	cdc table=t file=f [part=v] [remove=g] [write=h]  input: rows with _change_type last
 //	merge-noop table=t file=f              MERGE with zero metrics rewriting f
@@ -489,7 +489,11 @@ func (tbl *ddTable) commit(t *testing.T, td *datadriven.TestData) (string, error
 		}
 		dc := true
 		td.MaybeScanArgs(t, "datachange", &dc)
-		actions = append(actions, delta.RemoveFile{Path: f.add.Path, DataChange: dc, PartitionValues: f.add.PartitionValues, DeletionVector: f.add.DeletionVector})
+		rm := delta.RemoveFile{Path: f.add.Path, DataChange: dc, PartitionValues: f.add.PartitionValues, DeletionVector: f.add.DeletionVector}
+		if td.HasArg("no-partition-values") {
+			rm.PartitionValues = nil // as written by old writers (extendedFileMetadata=false)
+		}
+		actions = append(actions, rm)
 		delete(tbl.files, file)
 	case "rewrite", "merge-noop":
 		f := tbl.files[file]

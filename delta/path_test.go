@@ -79,3 +79,32 @@ func TestParseRoot(t *testing.T) {
 		t.Errorf("empty location: got %v", err)
 	}
 }
+
+func TestDeletionVectorLocation(t *testing.T) {
+	tbl := &Table{root: tableRoot{path: "/data/tbl"}}
+	uuid := EncodeZ85([]byte{0x61, 0xd1, 0x6c, 0x75, 0x69, 0x94, 0x46, 0xb7, 0xa1, 0x5b, 0x8b, 0x53, 0x88, 0x52, 0xe5, 0x0e})
+	off := int32(1)
+	tests := []struct {
+		dv   DeletionVector
+		want string
+		err  error
+	}{
+		{DeletionVector{StorageType: "u", PathOrInlineDV: uuid, Offset: &off}, "/data/tbl/deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin", nil},
+		{DeletionVector{StorageType: "u", PathOrInlineDV: "ab" + uuid, Offset: &off}, "/data/tbl/ab/deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin", nil},
+		{DeletionVector{StorageType: "u", PathOrInlineDV: "short", Offset: &off}, "", ErrCorruptDeletionVector},
+		{DeletionVector{StorageType: "p", PathOrInlineDV: "file:///data/tbl/dv.bin", Offset: &off}, "/data/tbl/dv.bin", nil},
+		{DeletionVector{StorageType: "p", PathOrInlineDV: "file:///elsewhere/dv.bin", Offset: &off}, "", ErrPathEscapesRoot},
+	}
+	for _, tc := range tests {
+		got, err := tbl.dvLocation(&tc.dv)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("%+v: want %v, got %q, %v", tc.dv, tc.err, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%+v: got %q, %v; want %q", tc.dv, got, err, tc.want)
+		}
+	}
+}
