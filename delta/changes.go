@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -301,7 +302,7 @@ func (t *Table) planChanges(ctx context.Context, l *logListing, r VersionRange) 
 	}
 	mode := endMeta.ColumnMappingMode()
 	for _, m := range metas {
-		if m.meta == endMeta || schemaJSONEqual(m.meta.SchemaString, endMeta.SchemaString) {
+		if m.meta == endMeta || strings.TrimSpace(m.meta.SchemaString) == strings.TrimSpace(endMeta.SchemaString) {
 			continue
 		}
 		s, err := ParseSchema(m.meta.SchemaString)

@@ -163,7 +163,8 @@ type readTask struct {
 	timestamp  time.Time
 }
 
-// load resolves the task's selection. skip reports that no row is selected.
+// loadSelection loads the deletion vectors of a task's selection. skip
+// reports that no row is selected.
 func (t *Table) loadSelection(ctx context.Context, task *readTask) (sel *rowSelection, skip bool, err error) {
 	s := task.sel
 	if !s.include {

@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -497,10 +496,4 @@ func typeReadCompatible(existing, read DataType, mode ColumnMappingMode, path st
 		return fmt.Sprintf("column %q changed type from %s to %s", path, existing, read)
 	}
 	return ""
-}
-
-// schemaJSONEqual reports whether two schema strings are byte-identical after
-// trimming, the cheap test used before parsing.
-func schemaJSONEqual(a, b string) bool {
-	return bytes.Equal(bytes.TrimSpace([]byte(a)), bytes.TrimSpace([]byte(b)))
 }
