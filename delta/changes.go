@@ -273,7 +273,7 @@ func (t *Table) planChanges(ctx context.Context, l *logListing, r VersionRange) 
 	}
 	metas := []metaAt{{r.Start, &start.metadata}}
 	endMeta := &start.metadata
-	var commits []*commitActions
+	var tasks []readTask
 	for v := r.Start; v <= r.End; v++ {
 		c, err := t.readCommit(ctx, l.commits[v], v)
 		if err != nil {
@@ -294,7 +294,10 @@ func (t *Table) planChanges(ctx context.Context, l *logListing, r VersionRange) 
 			}
 			endMeta = c.metadata
 		}
-		commits = append(commits, c)
+		// Plan as we go, so only the tasks stay in memory, not the actions.
+		if err := t.planCommit(c, len(endMeta.PartitionColumns) > 0, &tasks); err != nil {
+			return nil, err
+		}
 	}
 	endSchema, err := ParseSchema(endMeta.SchemaString)
 	if err != nil {
@@ -314,13 +317,7 @@ func (t *Table) planChanges(ctx context.Context, l *logListing, r VersionRange) 
 				ErrIncompatibleSchemaChange, t.root, m.version, r.End, why)
 		}
 	}
-	plan := &changePlan{schema: endSchema, metadata: endMeta}
-	for _, c := range commits {
-		if err := t.planCommit(c, len(endMeta.PartitionColumns) > 0, &plan.tasks); err != nil {
-			return nil, err
-		}
-	}
-	return plan, nil
+	return &changePlan{schema: endSchema, metadata: endMeta, tasks: tasks}, nil
 }
 
 // planCommit appends the read tasks of one commit.

@@ -81,22 +81,20 @@ func describeJSONError(err error) string {
 
 // commitActions is the content of one commit file.
 type commitActions struct {
-	version    int64
-	info       CommitInfo
-	rawInfo    *rawCommitInfo
-	protocol   *Protocol
-	metadata   *Metadata
-	adds       []*AddFile
-	removes    []*RemoveFile
-	cdcs       []*AddCDCFile
-	hasActions bool
+	version  int64
+	info     CommitInfo
+	rawInfo  *rawCommitInfo
+	protocol *Protocol
+	metadata *Metadata
+	adds     []*AddFile
+	removes  []*RemoveFile
+	cdcs     []*AddCDCFile
 }
 
 // readCommit reads all actions of the commit file of version v.
 func (t *Table) readCommit(ctx context.Context, fi FileInfo, v int64) (*commitActions, error) {
 	c := &commitActions{version: v}
 	err := t.readJSONActions(ctx, fi, true, func(line int, a *action) error {
-		c.hasActions = true
 		switch {
 		case a.Add != nil:
 			c.adds = append(c.adds, a.Add)
