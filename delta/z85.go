@@ -32,6 +32,10 @@ var z85Decode = func() (t [256]int16) {
 // The forms are told apart by the last block: a block starting with '#'
 // would exceed 2^32-1 in standard Z85 ('#' is digit 84 and 84·85^4 > 2^32),
 // so it can only be the Rust tail.
+//
+// It fails when s has characters outside the alphabet, a length that is not
+// a multiple of 5 or that cannot hold exactly n bytes, or a block that
+// overflows.
 func DecodeZ85(s string, n int) ([]byte, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("negative length %d", n)
