@@ -55,6 +55,9 @@ type Request struct {
 	// rows (see WriteRows); they are added as they are, so that a retried
 	// commit reuses them. Inserts and InsertFiles may both be set.
 	InsertFiles []iceberg.DataFile
+	// DeleteFiles are delete files already written for the change
+	// (equality deletes); they are added as they are (merge-on-read).
+	DeleteFiles []iceberg.DataFile
 	Mode        Mode
 	// Reuse, when set, keeps the per-file work of earlier attempts: a data
 	// file that is still live with the same delete files is not read or
@@ -275,6 +278,7 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 			return res, err
 		}
 	}
+	res.AddDeletes = append(res.AddDeletes, req.DeleteFiles...)
 	res.AddData = append(res.AddData, req.InsertFiles...)
 	for _, f := range req.InsertFiles {
 		res.RowsAdded += f.Count()
