@@ -147,6 +147,32 @@ type Result struct {
 // change rows; Apply ignores them.
 var metadataColumns = []string{"_change_ordinal", "_commit_snapshot_id", "_commit_version", "_commit_timestamp"}
 
+// ChangeColumns are the columns a file of changes may carry beyond the
+// table's columns (target): the change type column, the sequence column
+// when it is not a table column, and changelog and Change Data Feed
+// metadata columns, which Apply ignores. Readers of change files pass them
+// as extra columns.
+func ChangeColumns(target *arrow.Schema, changeType, sequence string) []arrow.Field {
+	if changeType == "" {
+		changeType = "_change_type"
+	}
+	out := []arrow.Field{{Name: changeType, Type: arrow.BinaryTypes.String, Nullable: true}}
+	if sequence != "" && len(target.FieldIndices(sequence)) == 0 {
+		out = append(out, arrow.Field{Name: sequence, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+	}
+	for _, m := range []arrow.Field{
+		{Name: "_change_ordinal", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "_commit_snapshot_id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "_commit_version", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "_commit_timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	} {
+		if m.Name != changeType && m.Name != sequence {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // action is the final action for one key.
 type action struct {
 	upsert bool

@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 var (
 	snapshotID = regexp.MustCompile(`\b\d{15,19}\b`)
 	tmpPath    = regexp.MustCompile(`/tmp/[^\s"']*`)
+	timeRe     = regexp.MustCompile(`"current_snapshot_time": "[^"]*"`)
+	metaRe     = regexp.MustCompile(`\d{5}-<UUID>\.metadata\.json`)
 	uuidRe     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
 
@@ -104,6 +106,8 @@ func runFloe(t *testing.T, work string, args []string) string {
 		s = snapshotID.ReplaceAllString(s, "<ID>")
 		s = tmpPath.ReplaceAllString(s, "<TMP>")
 		s = uuidRe.ReplaceAllString(s, "<UUID>")
+		s = metaRe.ReplaceAllString(s, "<META>")
+		s = timeRe.ReplaceAllString(s, `"current_snapshot_time": "<TIME>"`)
 		return s
 	}
 	var b strings.Builder
