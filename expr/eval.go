@@ -133,12 +133,6 @@ func (o *boolOut) setNull(i int) {
 	o.nulls++
 }
 
-// discard releases the buffers of a result that will not be built.
-func (o *boolOut) discard() {
-	o.data.Release()
-	o.valid.Release()
-}
-
 func (o *boolOut) finish() arrow.Array {
 	valid := o.valid
 	if o.nulls == 0 {

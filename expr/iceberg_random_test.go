@@ -36,6 +36,10 @@ var pruneSchema = iceberg.NewSchema(0,
 	iceberg.NestedField{ID: 10, Name: "ntz", Type: iceberg.PrimitiveTypes.Timestamp},
 )
 
+// rowSchema adds a nanosecond timestamp (Iceberg v3) for the row-level test.
+var rowSchema = iceberg.NewSchema(0, append(pruneSchema.Fields(),
+	iceberg.NestedField{ID: 11, Name: "tns", Type: iceberg.PrimitiveTypes.TimestampNs})...)
+
 // pruneRows draws rows around a per-file centre so that files have
 // different min/max statistics; NULLs, NaN and -0.0 included.
 func pruneRows(r *rand.Rand, mem memory.Allocator, schema *arrow.Schema, n int) arrow.RecordBatch {
@@ -61,6 +65,7 @@ func pruneRows(r *rand.Rand, mem memory.Allocator, schema *arrow.Schema, n int) 
 			day + int64(r.IntN(2)),
 			(day+int64(r.IntN(2)))*microsPerDay + int64(r.IntN(4))*microsPerDay/4 + int64(r.IntN(3)-1),
 			day*microsPerDay + int64(r.IntN(3)-1)*microsPerDay/2,
+			(day*microsPerDay+int64(r.IntN(3)-1)*microsPerDay/4)*1000 + int64(r.IntN(3)-1),
 		}
 		switch r.IntN(10) {
 		case 0:
@@ -90,9 +95,12 @@ func pruneRows(r *rand.Rand, mem memory.Allocator, schema *arrow.Schema, n int) 
 	return rec
 }
 
-// predGen writes random predicates over pruneSchema, mixing parts Iceberg
-// can express with parts it cannot.
-type predGen struct{ r *rand.Rand }
+// predGen writes random predicates over pruneSchema (and tns with ns set),
+// mixing parts Iceberg can express with parts it cannot.
+type predGen struct {
+	r  *rand.Rand
+	ns bool
+}
 
 func (g *predGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 
@@ -109,12 +117,15 @@ func (g *predGen) literal(col string) string {
 	case "dt":
 		return g.pick("DATE '2024-01-02'", "'2024-01-04'", "TIMESTAMP '2024-01-03 12:00:00'", "DATE '2023-12-31'", "TIMESTAMP '2024-01-05 00:00:00'")
 	}
-	return g.pick("TIMESTAMP '2024-01-02 06:00:00'", "DATE '2024-01-03'", "'2024-01-04'", "TIMESTAMP_NTZ '2024-01-05 00:00:00.000001'",
+	return g.pick("TIMESTAMP '2024-01-02 06:00:00'", "TIMESTAMP '2024-01-03 06:00:00.000001'", "DATE '2024-01-03'", "'2024-01-04'", "TIMESTAMP_NTZ '2024-01-05 00:00:00.000001'",
 		"TIMESTAMP '2024-01-02 23:59:59.999999+01:00'", "TIMESTAMP '2024-01-06 12:00:00'")
 }
 
 func (g *predGen) leaf() string {
 	cols := []string{"i", "l", "d", "f", "g", "s", "dt", "ts", "ntz"}
+	if g.ns {
+		cols = append(cols, "tns")
+	}
 	col := cols[g.r.IntN(len(cols))]
 	op := g.pick("=", "<>", "<", "<=", ">", ">=")
 	switch g.r.IntN(14) {
@@ -185,6 +196,8 @@ func toIcebergRow(rec arrow.RecordBatch, row int, sc *iceberg.Schema) icebergRow
 			out[c] = iceberg.Date(v.(int64))
 		case iceberg.TimestampType, iceberg.TimestampTzType:
 			out[c] = iceberg.Timestamp(v.(int64))
+		case iceberg.TimestampNsType:
+			out[c] = iceberg.TimestampNano(v.(int64))
 		default:
 			out[c] = v
 		}
@@ -201,8 +214,8 @@ func TestIcebergRowsConservative(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	schema := icebergArrowSchema(pruneSchema)
-	g := &predGen{r: r}
+	schema := icebergArrowSchema(rowSchema)
+	g := &predGen{r: r, ns: true}
 	var exactCount, accepted, widened int
 	for it := 0; it < *itersFlag; it++ {
 		src := g.pred(1 + r.IntN(3))
@@ -214,11 +227,11 @@ func TestIcebergRowsConservative(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		ice, exact, err := ToIceberg(e, pruneSchema)
+		ice, exact, err := ToIceberg(e, rowSchema)
 		if err != nil {
 			t.Fatalf("ToIceberg(%s): %v", src, err)
 		}
-		eval, err := iceberg.ExpressionEvaluator(pruneSchema, ice, true)
+		eval, err := iceberg.ExpressionEvaluator(rowSchema, ice, true)
 		if err != nil {
 			t.Fatalf("%s: iceberg-go cannot bind %s: %v", src, ice, err)
 		}
@@ -232,7 +245,7 @@ func TestIcebergRowsConservative(t *testing.T) {
 			continue // e.g. a cast that fails on these rows
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
-			ok, err := eval(toIcebergRow(rec, i, pruneSchema))
+			ok, err := eval(toIcebergRow(rec, i, rowSchema))
 			if err != nil {
 				t.Fatalf("%s: iceberg evaluation: %v", src, err)
 			}
