@@ -14,7 +14,7 @@
 //     1.5D 1.5BD, 'text' or "text" with doubled quotes inside, TRUE, FALSE,
 //     NULL, DATE '2024-01-31', TIMESTAMP '2024-01-31 10:00:00[.ffffff][zone]'
 //     (zone Z, UTC or ±hh[:mm]; none means UTC), TIMESTAMP_NTZ '...'.
-//   - Names: id, `any name` (“ for a backquote inside), qualified t.id,
+//   - Names: id, `any name` (a doubled backquote stands for one inside), qualified t.id,
 //     struct fields addr.city. Matching is exact first, then
 //     case-insensitive; see Compile.
 //   - Operators from low to high precedence: OR; AND; NOT; comparisons
