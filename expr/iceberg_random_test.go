@@ -128,7 +128,7 @@ func (g *predGen) leaf() string {
 	}
 	col := cols[g.r.IntN(len(cols))]
 	op := g.pick("=", "<>", "<", "<=", ">", ">=")
-	switch g.r.IntN(14) {
+	switch g.r.IntN(15) {
 	case 0, 1, 2, 3:
 		return fmt.Sprintf("%s %s %s", col, op, g.literal(col))
 	case 4:
@@ -154,6 +154,11 @@ func (g *predGen) leaf() string {
 		return fmt.Sprintf("(%s %s %s) IS %s%s", col, op, g.literal(col), g.pick("", "NOT "), g.pick("TRUE", "FALSE"))
 	case 12:
 		return fmt.Sprintf("%s %s %s", g.pick("1", "NULL", "2"), op, g.pick("1", "NULL"))
+	case 13:
+		return g.pick("CAST(d AS DECIMAL(5,1)) "+op+" "+g.literal("d"), "CAST(f AS FLOAT) "+op+" "+g.literal("f"),
+			"CAST(ts AS DATE) "+op+" "+g.literal("dt"), "CAST(l AS DOUBLE) "+op+" "+g.literal("l"),
+			"CAST(i AS BIGINT) "+op+" "+g.literal("i"), "CAST(dt AS TIMESTAMP) "+op+" "+g.literal("ts"),
+			"CAST(g AS DOUBLE) "+op+" "+g.literal("g"), "CAST(l AS INT) "+op+" "+g.literal("l"))
 	}
 	return fmt.Sprintf("%s %s %s", col, op, g.literal(col))
 }
