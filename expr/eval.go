@@ -36,7 +36,11 @@ func active(sel []byte, i int) bool { return sel == nil || bitutil.BitIsSet(sel,
 func fallible(n node) bool {
 	switch n := n.(type) {
 	case *castNode:
-		return true
+		// widening numeric and string casts cannot fail; the others can
+		from := n.x.dataType()
+		safe := keepsValues(from, n.to) && !narrows(from, n.to) &&
+			familyOf(from) != famDate && familyOf(from) != famTimestamp && familyOf(from) != famTime
+		return !safe || fallible(n.x)
 	case *arithNode:
 		return !(familyOf(n.dt) == famFloat && n.op != OpDiv && n.op != OpMod) || anyFallible(n.kids())
 	case *negNode:
