@@ -42,8 +42,10 @@
 // digits), anything with DOUBLE is DOUBLE; INT / INT is a DOUBLE division;
 // decimal arithmetic uses Spark's result precision and scale, capped at 38
 // digits with at least 6 fraction digits kept, and rounds half up. A string
-// literal compared with a number, date, timestamp or boolean takes that
-// type (ts >= '2024-01-01'); a date meets a timestamp as midnight UTC;
+// literal compared with a date, timestamp or boolean is cast to that type at
+// compile time (ts >= '2024-01-01'); one compared with a number is read as a
+// number literal ('5.5' is 5.5, compared exactly); a date meets a timestamp
+// as midnight UTC;
 // timestamps with and without zone compare as UTC instants. Floats compare
 // as Spark does: NaN equals NaN and sorts above every number, -0.0 equals
 // 0.0.
