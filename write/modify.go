@@ -232,7 +232,11 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		}
 	}()
 	if req.RemoveAll {
-		return res, res.removeAll(ctx, req)
+		if err := res.removeAll(ctx, req); err != nil {
+			return res, err
+		}
+		res.addPrewritten(req)
+		return res, nil
 	}
 	reader, err := scan.NewReader(ctx, tbl, nil)
 	if err != nil {
@@ -278,11 +282,7 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 			return res, err
 		}
 	}
-	res.AddDeletes = append(res.AddDeletes, req.DeleteFiles...)
-	res.AddData = append(res.AddData, req.InsertFiles...)
-	for _, f := range req.InsertFiles {
-		res.RowsAdded += f.Count()
-	}
+	res.addPrewritten(req)
 	if req.Inserts != nil {
 		var n int64
 		counted := func(yield func(arrow.RecordBatch, error) bool) {
@@ -304,6 +304,15 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		}
 	}
 	return res, nil
+}
+
+// addPrewritten adds the files the caller wrote for the change.
+func (res *Result) addPrewritten(req Request) {
+	res.AddDeletes = append(res.AddDeletes, req.DeleteFiles...)
+	res.AddData = append(res.AddData, req.InsertFiles...)
+	for _, f := range req.InsertFiles {
+		res.RowsAdded += f.Count()
+	}
 }
 
 func paths(files []iceberg.DataFile) []string {
