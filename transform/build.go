@@ -261,7 +261,7 @@ func (b *build) compare(prev state.Build) string {
 				switch s.Summary.Operation {
 				case table.OpAppend, table.OpReplace:
 				default:
-					return fmt.Sprintf("input %s has a %s snapshot %d since the last build; append-only transforms rebuild on overwrites and deletes", cur.Name, s.Summary.Operation, s.SnapshotID)
+					return fmt.Sprintf("input %s has snapshot %d (operation %s) since the last build; append-only transforms rebuild on overwrites and deletes", cur.Name, s.SnapshotID, s.Summary.Operation)
 				}
 			}
 		}

@@ -209,7 +209,7 @@ func TestSeedAppendOnlyFilter(t *testing.T) {
 	}
 	e.exec("src", "delete id=1")
 	r = e.build(tr)
-	if r.Incremental || !strings.Contains(r.Reason, "delete snapshot") {
+	if r.Incremental || !strings.Contains(r.Reason, "append-only transforms rebuild") {
 		t.Fatalf("a delete upstream must force a rebuild: %+v", r)
 	}
 	if got := e.rows("out"); got != "(3,'active',2024-05-03T10:00:00Z)" {
