@@ -1,11 +1,15 @@
 package transform
 
 import (
+	"errors"
+	"fmt"
 	"iter"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/floedata/floe/rows"
 )
 
 // Rows is a stream of record batches, readable as an array.RecordReader
@@ -113,4 +117,65 @@ func streamOf(rr array.RecordReader) iter.Seq2[arrow.RecordBatch, error] {
 			yield(nil, err)
 		}
 	}
+}
+
+// Select returns the rows projected to the named columns, in that order,
+// plus any changelog metadata columns (_change_type, _change_ordinal,
+// _commit_snapshot_id) the rows carry. An unknown column is an error.
+func (r *Rows) Select(cols ...string) (*Rows, error) {
+	if len(cols) == 0 {
+		return r, nil
+	}
+	var idx []int
+	var fields []arrow.Field
+	seen := map[int]bool{}
+	for _, c := range cols {
+		i := r.schema.FieldIndices(c)
+		if len(i) == 0 {
+			return nil, fmt.Errorf("%w %q (columns: %s)", ErrUnknownColumn, c, fieldNames(r.schema))
+		}
+		if seen[i[0]] {
+			continue
+		}
+		seen[i[0]] = true
+		idx = append(idx, i[0])
+		fields = append(fields, r.schema.Field(i[0]))
+	}
+	for _, m := range metaColumns {
+		if i := r.schema.FieldIndices(m); len(i) > 0 && !seen[i[0]] {
+			idx = append(idx, i[0])
+			fields = append(fields, r.schema.Field(i[0]))
+		}
+	}
+	schema := arrow.NewSchema(fields, nil)
+	src := r.All()
+	return NewRows(schema, func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range src {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			out := rows.Project(rec, schema, idx)
+			rec.Release()
+			if !yield(out, nil) {
+				return
+			}
+		}
+	}), nil
+}
+
+// ErrUnknownColumn is wrapped when a selected column does not exist.
+var ErrUnknownColumn = errors.New("unknown column")
+
+var metaColumns = []string{"_change_type", "_change_ordinal", "_commit_snapshot_id"}
+
+func fieldNames(s *arrow.Schema) string {
+	out := ""
+	for i, f := range s.Fields() {
+		if i > 0 {
+			out += ", "
+		}
+		out += f.Name
+	}
+	return out
 }

@@ -43,6 +43,8 @@ var (
 	tmpPath    = regexp.MustCompile(`/tmp/[^\s"']*`)
 	timeRe     = regexp.MustCompile(`"current_snapshot_time": "[^"]*"`)
 	metaRe     = regexp.MustCompile(`\d{5}-<UUID>\.metadata\.json`)
+	durRe      = regexp.MustCompile(`\(\d+(\.\d+)?(ms|s|µs|m\d+(\.\d+)?s)\)$`)
+	versionRe  = regexp.MustCompile(`semantic version changed from \d+ to \d+`)
 	uuidRe     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
 
@@ -107,6 +109,12 @@ func runFloe(t *testing.T, work string, args []string) string {
 		s = tmpPath.ReplaceAllString(s, "<TMP>")
 		s = uuidRe.ReplaceAllString(s, "<UUID>")
 		s = metaRe.ReplaceAllString(s, "<META>")
+		s = versionRe.ReplaceAllString(s, "semantic version changed from <N> to <N>")
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			lines = append(lines, durRe.ReplaceAllString(l, "(<DUR>)"))
+		}
+		s = strings.Join(lines, "\n")
 		s = timeRe.ReplaceAllString(s, `"current_snapshot_time": "<TIME>"`)
 		return s
 	}
