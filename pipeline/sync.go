@@ -49,7 +49,7 @@ func Sync(spec SyncSpec) (*transform.Transform, error) {
 	if name == "" {
 		name = fmt.Sprintf("sync %s -> %s", spec.Src, spec.Dst)
 	}
-	version := int(crc32.ChecksumIEEE([]byte(strings.Join(spec.Keys, ",") + "|" + spec.Filter + "|" + strings.Join(spec.Columns, ","))) & 0x7fffffff)
+	version := int(crc32.ChecksumIEEE([]byte(strings.Join(spec.Keys, ",")+"|"+spec.Filter+"|"+strings.Join(spec.Columns, ","))) & 0x7fffffff)
 	compute := func(ctx *transform.Context) error {
 		src := ctx.Input("source")
 		if spec.Filter != "" {
