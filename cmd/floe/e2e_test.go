@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,6 +46,9 @@ var (
 	metaRe     = regexp.MustCompile(`\d{5}-<UUID>\.metadata\.json`)
 	durRe      = regexp.MustCompile(`\(\d+(\.\d+)?(ms|s|µs|m\d+(\.\d+)?s)\)$`)
 	versionRe  = regexp.MustCompile(`semantic version changed from \d+ to \d+`)
+	snapshotRef = regexp.MustCompile(`\$SNAPSHOT\(([^,]+),(\d+)\)`)
+	epochMs     = regexp.MustCompile(`\b1\d{12}\b`)
+	isoTime     = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 	uuidRe     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
 
@@ -76,8 +80,16 @@ func TestScripts(t *testing.T) {
 					if strings.Contains(a, "$SHARED") {
 						args[i] = strings.ReplaceAll(a, "$SHARED", testdir.Shared(t))
 					}
+					args[i] = snapshotRef.ReplaceAllStringFunc(args[i], func(m string) string {
+						sub := snapshotRef.FindStringSubmatch(m)
+						return nthSnapshot(t, work, sub[1], sub[2])
+					})
 				}
 				out := runFloe(t, work, args)
+				if d.HasArg("mask-times") {
+					out = epochMs.ReplaceAllString(out, "<MS>")
+					out = isoTime.ReplaceAllString(out, "<TIME>")
+				}
 				if d.HasArg("sorted") {
 					out = sortStdout(out)
 				}
@@ -103,8 +115,13 @@ func runFloe(t *testing.T, work string, args []string) string {
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	shared := testdir.ModuleRoot() + "/../shared/testdata"
+	if abs, err := filepath.Abs(shared); err == nil {
+		shared = abs
+	}
 	clean := func(s string) string {
 		s = strings.ReplaceAll(s, work, "<WORK>")
+		s = strings.ReplaceAll(s, shared, "<SHARED>")
 		s = snapshotID.ReplaceAllString(s, "<ID>")
 		s = tmpPath.ReplaceAllString(s, "<TMP>")
 		s = uuidRe.ReplaceAllString(s, "<UUID>")
@@ -189,4 +206,20 @@ func sortStdout(out string) string {
 	}
 	sort.Strings(body)
 	return strings.Join(append(append([]string{lines[0]}, body...), errs...), "\n") + "\n"
+}
+
+// nthSnapshot returns the id of the n-th snapshot (commit order) of table.
+func nthSnapshot(t *testing.T, work, table, n string) string {
+	cmd := exec.Command(floeBin, "--warehouse", "wh", "table", "snapshots", table, "--format", "csv")
+	cmd.Dir = work
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("list snapshots of %s: %v", table, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")[1:]
+	i, _ := strconv.Atoi(n)
+	if i >= len(lines) {
+		t.Fatalf("%s has %d snapshots", table, len(lines))
+	}
+	return strings.SplitN(lines[i], ",", 2)[0]
 }
