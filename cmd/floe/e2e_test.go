@@ -40,16 +40,16 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	snapshotID = regexp.MustCompile(`\b\d{15,19}\b`)
-	tmpPath    = regexp.MustCompile(`/tmp/[^\s"']*`)
-	timeRe     = regexp.MustCompile(`"current_snapshot_time": "[^"]*"`)
-	metaRe     = regexp.MustCompile(`\d{5}-<UUID>\.metadata\.json`)
-	durRe      = regexp.MustCompile(`\(\d+(\.\d+)?(ms|s|µs|m\d+(\.\d+)?s)\)$`)
-	versionRe  = regexp.MustCompile(`semantic version changed from \d+ to \d+`)
+	snapshotID  = regexp.MustCompile(`\b\d{15,19}\b`)
+	tmpPath     = regexp.MustCompile(`/tmp/[^\s"']*`)
+	timeRe      = regexp.MustCompile(`"current_snapshot_time": "[^"]*"`)
+	metaRe      = regexp.MustCompile(`\d{5}-<UUID>\.metadata\.json`)
+	durRe       = regexp.MustCompile(`\(\d+(\.\d+)?(ms|s|µs|m\d+(\.\d+)?s)\)$`)
+	versionRe   = regexp.MustCompile(`semantic version changed from \d+ to \d+`)
 	snapshotRef = regexp.MustCompile(`\$SNAPSHOT\(([^,]+),(\d+)\)`)
 	epochMs     = regexp.MustCompile(`\b1\d{12}\b`)
 	isoTime     = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
-	uuidRe     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	uuidRe      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
 
 // TestScripts runs the real binary on the scripts in testdata. Commands:
