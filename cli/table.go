@@ -33,7 +33,7 @@ func tableCommand(a *app) *cobra.Command {
 	}
 	cmd.AddCommand(tableCreate(a), tableList(a), tableDescribe(a), tableSnapshots(a), tableScan(a),
 		tableAppend(a), tableDelete(a), tableUpdate(a), tableOverwrite(a), tableCompact(a),
-		tableBranch(a), tableRollback(a), tableSetCurrent(a), tableRegister(a))
+		tableBranch(a), tableRollback(a), tableSetCurrent(a), tableRegister(a), tableRemoveOrphans(a))
 	return cmd
 }
 
