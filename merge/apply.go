@@ -177,7 +177,6 @@ func ChangeColumns(target *arrow.Schema, changeType, sequence string) []arrow.Fi
 type action struct {
 	upsert bool
 	b, i   int // the row (INSERT/UPDATE_AFTER for upserts)
-	before [][2]int
 }
 
 // Apply upserts and deletes rows of the table ident by key, from change
@@ -458,12 +457,6 @@ func (cs *changeSet) actions(o *Options) (map[string]*action, error) {
 	acts := map[string]*action{}
 	for _, key := range order {
 		evs := byKey[key]
-		var before [][2]int
-		for _, e := range evs {
-			if e.kind == UpdateBefore || e.kind == Delete {
-				before = append(before, [2]int{e.b, e.i})
-			}
-		}
 		if cs.seqCol >= 0 {
 			sort.SliceStable(evs, func(a, b int) bool {
 				if evs[a].seq != evs[b].seq {
@@ -472,7 +465,7 @@ func (cs *changeSet) actions(o *Options) (map[string]*action, error) {
 				return kindRank[evs[a].kind] < kindRank[evs[b].kind]
 			})
 			last := evs[len(evs)-1]
-			acts[key] = &action{upsert: last.kind == Insert || last.kind == UpdateAfter, b: last.b, i: last.i, before: before}
+			acts[key] = &action{upsert: last.kind == Insert || last.kind == UpdateAfter, b: last.b, i: last.i}
 			continue
 		}
 		var main []event
@@ -490,7 +483,7 @@ func (cs *changeSet) actions(o *Options) (map[string]*action, error) {
 			continue // only a before-image: nothing to do
 		}
 		e := main[0]
-		acts[key] = &action{upsert: e.kind != Delete, b: e.b, i: e.i, before: before}
+		acts[key] = &action{upsert: e.kind != Delete, b: e.b, i: e.i}
 	}
 	return acts, nil
 }

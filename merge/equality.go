@@ -170,15 +170,6 @@ func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, act
 	return out, nil
 }
 
-func nullIn(rec arrow.RecordBatch, cols []int, i int) bool {
-	for _, c := range cols {
-		if rec.Column(c).IsNull(i) {
-			return true
-		}
-	}
-	return false
-}
-
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {

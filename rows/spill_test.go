@@ -3,6 +3,7 @@ package rows_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestAppendKeyEquality(t *testing.T) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	b.Field(0).(*array.Int32Builder).AppendValues([]int32{1, 1, 0, 0}, []bool{true, true, false, false})
-	b.Field(1).(*array.Float64Builder).AppendValues([]float64{0, -0.0 * -1, 2, 3}, []bool{true, true, true, true})
+	b.Field(1).(*array.Float64Builder).AppendValues([]float64{0, math.Copysign(0, -1), 2, 3}, []bool{true, true, true, true})
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	k := func(i int) string { return string(rows.AppendKey(nil, rec, []int{0, 1}, i)) }
