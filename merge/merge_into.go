@@ -56,6 +56,11 @@ type MergeResult struct {
 	Table        *table.Table // the table after the merge
 }
 
+// testHookPrepared, set by tests only, is called after each attempt has
+// written its files (inserts are the paths of the inserted rows' files)
+// and before it commits.
+var testHookPrepared func(attempt int, inserts []string)
+
 // counts are the Spark metrics of one attempt.
 type counts struct {
 	updated, deleted, inserted int64
@@ -167,6 +172,9 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 			return nil, err
 		}
 		last, mode, scanned = c, res.Mode.String(), res.FilesScanned
+		if testHookPrepared != nil {
+			testHookPrepared(attempts, paths(ins.files))
+		}
 		return res, nil
 	})
 	committed := out != nil && out.Committed
