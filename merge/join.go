@@ -317,14 +317,17 @@ func (a *attempt) match(ctx context.Context, f iceberg.DataFile, b scan.Batch) (
 			}
 		}
 		if len(mt) > 0 {
-			j, err := joined(ctx, p.matchSchema, rec, mt, a.j.src, ms)
-			if err != nil {
-				return nil, err
-			}
-			choice, err := choose(ctx, j, p.matched, false, func(x int) string { return rowAt(b, int(mt[x])) })
-			j.Release()
-			if err != nil {
-				return nil, err
+			choice := make([]int32, len(mt)) // an unconditional first clause takes every row
+			if p.matched[0].cond != nil {
+				j, err := joined(ctx, p.matchSchema, rec, mt, a.j.src, ms)
+				if err != nil {
+					return nil, err
+				}
+				choice, err = choose(ctx, j, p.matched, false, func(x int) string { return rowAt(b, int(mt[x])) })
+				j.Release()
+				if err != nil {
+					return nil, err
+				}
 			}
 			for x, c := range choice {
 				if c >= 0 {
@@ -342,14 +345,17 @@ func (a *attempt) match(ctx context.Context, f iceberg.DataFile, b scan.Batch) (
 			}
 		}
 		if len(ut) > 0 {
-			j, err := joined(ctx, p.tMatch, rec, ut, nil, nil)
-			if err != nil {
-				return nil, err
-			}
-			choice, err := choose(ctx, j, p.bySource, false, func(x int) string { return rowAt(b, int(ut[x])) })
-			j.Release()
-			if err != nil {
-				return nil, err
+			choice := make([]int32, len(ut))
+			if p.bySource[0].cond != nil {
+				j, err := joined(ctx, p.tMatch, rec, ut, nil, nil)
+				if err != nil {
+					return nil, err
+				}
+				choice, err = choose(ctx, j, p.bySource, false, func(x int) string { return rowAt(b, int(ut[x])) })
+				j.Release()
+				if err != nil {
+					return nil, err
+				}
 			}
 			for x, c := range choice {
 				if c >= 0 {
