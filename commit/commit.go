@@ -77,21 +77,49 @@ func Run(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, o Op
 	reuse := write.NewReuse()
 	name := catalog.FormatName(ident)
 	var lastErr error
+	// prev is the change of the last attempt, whose commit conflicted. Its
+	// files that the next attempt does not use are removed: reuse only
+	// knows the per-file work, not files such as the deletion vectors an
+	// attempt writes for all its files at once.
+	var prev *write.Result
+	dropPrev := func(tbl *table.Table, keep *write.Result) {
+		if prev == nil {
+			return
+		}
+		used := map[string]bool{}
+		if keep != nil {
+			for _, p := range keep.Written() {
+				used[p] = true
+			}
+		}
+		var drop []string
+		for _, p := range prev.Written() {
+			if !used[p] {
+				drop = append(drop, p)
+			}
+		}
+		cleanup(ctx, tbl, drop)
+		prev = nil
+	}
 	for attempt := 1; attempt <= max; attempt++ {
 		tbl, err := cat.Load(ctx, ident)
 		if err != nil {
 			cleanup(ctx, tbl, reuse.Abandoned(nil))
+			dropPrev(tbl, nil)
 			return nil, err
 		}
 		if err := checkExpect(tbl, o.Expect, name); err != nil {
 			cleanup(ctx, tbl, reuse.Abandoned(nil))
+			dropPrev(tbl, nil)
 			return nil, err
 		}
 		res, err := prepare(ctx, tbl, reuse)
 		if err != nil {
 			cleanup(ctx, tbl, reuse.Abandoned(nil))
+			dropPrev(tbl, nil)
 			return nil, err
 		}
+		dropPrev(tbl, res)
 		out := &Outcome{Table: tbl, Attempts: attempt}
 		if res.Empty() && (!o.CommitEmpty || len(o.SetProperties) == 0) {
 			cleanup(ctx, tbl, reuse.Abandoned(nil))
@@ -113,14 +141,17 @@ func Run(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, o Op
 			return nil, err
 		}
 		lastErr = err
+		prev = res
 		Backoff(ctx, attempt)
 		if ctx.Err() != nil {
 			cleanup(ctx, tbl, reuse.Abandoned(nil))
+			dropPrev(tbl, nil)
 			return nil, ctx.Err()
 		}
 	}
 	if tbl, err := cat.Load(ctx, ident); err == nil {
 		cleanup(ctx, tbl, reuse.Abandoned(nil))
+		dropPrev(tbl, nil)
 	}
 	return nil, fmt.Errorf("%w on %s after %d attempts: %w", ErrTooManyConflicts, name, max, lastErr)
 }

@@ -58,7 +58,8 @@ func ParseDeleteMode(s string) (DeleteMode, error) {
 	return 0, fmt.Errorf("delete mode %q: want position or equality", s)
 }
 
-// Options configure Apply.
+// Options configure Apply and Merge. ChangeTypeColumn and SequenceColumn
+// apply to Apply only; Merge refuses DeleteEquality.
 type Options struct {
 	// ChangeTypeColumn holds INSERT, UPDATE_BEFORE, UPDATE_AFTER or DELETE
 	// (default "_change_type").

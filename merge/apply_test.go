@@ -57,7 +57,12 @@ func changesSchema(t *testing.T, s string) *arrow.Schema {
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		e := tabletest.New(t)
+		ms := &mergeScripts{e: e, sources: map[string]arrow.RecordBatch{}}
+		defer ms.release()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if out, ok := ms.run(t, d); ok {
+				return out
+			}
 			name := "t"
 			if v, ok := arg(d, "table"); ok {
 				name = v
