@@ -140,3 +140,13 @@ func minMax[T cmp.Ordered](vals []any) (any, any, bool) {
 	}
 	return slices.Min(xs), slices.Max(xs), true
 }
+
+// nullIn reports whether row i of rec has a NULL in any of cols.
+func nullIn(rec arrow.RecordBatch, cols []int, i int) bool {
+	for _, c := range cols {
+		if rec.Column(c).IsNull(i) {
+			return true
+		}
+	}
+	return false
+}
