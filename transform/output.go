@@ -15,6 +15,7 @@ import (
 	"github.com/floedata/floe/changelog"
 	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/ddl"
+	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/tableops"
@@ -142,6 +143,46 @@ func (o *Output) ApplyChangelog(changes array.RecordReader, keys ...string) erro
 		return err
 	}
 	res, err := merge.Apply(ctx, o.b.r.Catalog, o.ident, changes.Schema(), streamOf(changes), keys,
+		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
+		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
+		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
+	if err != nil {
+		return fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
+	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	return nil
+}
+
+// Merge runs a SQL MERGE INTO statement on the output with source as its
+// USING rows, in one commit with the build's watermarks. The statement's
+// target may be written {output} (or the output's table name); its USING
+// clause names the source (any name: the rows come from source), e.g.
+//
+//	MERGE INTO {output} AS t USING changes AS s ON t.id = s.id
+//	WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE
+//	WHEN MATCHED THEN UPDATE SET *
+//	WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *
+func (o *Output) Merge(statement string, source array.RecordReader) error {
+	if err := o.begin("merge"); err != nil {
+		return err
+	}
+	ctx := o.b.ctx
+	stmt, err := expr.ParseMerge(strings.ReplaceAll(statement, "{output}", catalog.FormatName(o.ident)))
+	if err != nil {
+		return fmt.Errorf("output %s: %s", o.spec.Table, expr.FormatError(statement, err))
+	}
+	if catalog.FormatName(stmt.Target) != catalog.FormatName(o.ident) {
+		return fmt.Errorf("output %s: the MERGE statement targets %s", o.spec.Table, catalog.FormatName(stmt.Target))
+	}
+	if o.tbl == nil {
+		return fmt.Errorf("output %s does not exist yet: create it with Write or Replace on a full build", o.spec.Table)
+	}
+	name := ""
+	if len(stmt.Source.Table) > 0 {
+		name = stmt.Source.Table[len(stmt.Source.Table)-1]
+	}
+	res, err := merge.Merge(ctx, o.b.r.Catalog, stmt, merge.Source{Name: name, Schema: source.Schema(), Rows: streamOf(source)},
 		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
 		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
 		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
@@ -293,6 +334,4 @@ func paths(files []iceberg.DataFile) []string {
 	return out
 }
 
-var _ = strings.TrimSpace
-var _ = catalog.FormatName
 var _ = state.NoSnapshot

@@ -293,3 +293,47 @@ func TestSeedNativeNoneWatermark(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// TestSeedNativeMerge is the seeds' native changelog example: the per-key
+// changelog into a MERGE INTO with the filter conditions, the watermark in
+// the same commit.
+func TestSeedNativeMerge(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.Create("src", "id long not null, status string", "", []string{"id"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.exec("src", "insert", []any{1, "active"}, []any{2, "active"}, []any{3, "inactive"})
+	tr := transform.New("native_merge", func(ctx *transform.Context) error {
+		src, out := ctx.Input("source"), ctx.Output("output")
+		if !ctx.IsIncremental() {
+			rows, err := src.Filter("status = 'active'").Current()
+			if err != nil {
+				return err
+			}
+			return out.Replace(rows)
+		}
+		changes, err := src.Changelog("id")
+		if err != nil {
+			return err
+		}
+		return out.Merge(`MERGE INTO {output} AS target USING source_changelog AS source ON source.id = target.id
+			WHEN MATCHED AND (source._change_type = 'DELETE' OR source.status IS NULL OR source.status <> 'active') THEN DELETE
+			WHEN MATCHED AND source._change_type IN ('INSERT', 'UPDATE_AFTER') AND source.status = 'active' THEN UPDATE SET *
+			WHEN NOT MATCHED AND source._change_type IN ('INSERT', 'UPDATE_AFTER') AND source.status = 'active' THEN INSERT *`, changes)
+	}, transform.WithInput("source", "ns.src"), transform.WithOutput("output", "ns.out"), transform.WithReadMode(transform.Changelog))
+	e.build(tr)
+	e.exec("src", "set status=NULL where id=1")
+	e.exec("src", "set status=active where id=3")
+	e.exec("src", "insert", []any{4, "active"}, []any{5, "inactive"})
+	e.exec("src", "delete id=2")
+	r := e.build(tr)
+	if !r.Incremental {
+		t.Fatal(r.Reason)
+	}
+	if got := e.rows("out"); got != "(3,'active') (4,'active')" {
+		t.Fatalf("rows %s", got)
+	}
+	if e.Load("out").Properties()[state.PropWatermark] != formatID(e.Load("src").CurrentSnapshot().SnapshotID) {
+		t.Fatal("the merge commit must carry the watermark")
+	}
+}
