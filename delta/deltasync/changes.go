@@ -182,7 +182,7 @@ func (s *syncer) checkSchema(ctx context.Context, v int64, ds *delta.StructType)
 	}
 	want, err := IcebergSchema(ds, s.keys)
 	if err != nil {
-		return fmt.Errorf("Delta table %s version %d: %w", s.src.Location(), v, err)
+		return fmt.Errorf("schema of Delta table %s version %d: %w", s.src.Location(), v, err)
 	}
 	diffs := CompareSchemas(want, tbl.Schema(), s.keys)
 	if len(diffs) == 0 {

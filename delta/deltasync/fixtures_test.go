@@ -63,13 +63,14 @@ var fixtureSyncs = map[string]fixtureSync{
 
 // syncModes are the three ways rows are removed.
 var syncModes = []struct {
-	name string
-	mode write.Mode
-	del  merge.DeleteMode
+	name  string
+	mode  write.Mode
+	del   merge.DeleteMode
+	label string // merge.Result.Mode
 }{
-	{"copy-on-write", write.CopyOnWrite, merge.DeleteAuto},
-	{"merge-on-read", write.MergeOnRead, merge.DeleteAuto},
-	{"equality-deletes", write.MergeOnRead, merge.DeleteEquality},
+	{"copy-on-write", write.CopyOnWrite, merge.DeleteAuto, "copy-on-write"},
+	{"merge-on-read", write.MergeOnRead, merge.DeleteAuto, "merge-on-read"},
+	{"equality-deletes", write.MergeOnRead, merge.DeleteEquality, "merge-on-read (equality deletes)"},
 }
 
 // TestSyncFixtures syncs every shared Delta table with Change Data Feed

@@ -24,14 +24,11 @@ import (
 // commit that also sets the watermark to the snapshot's version.
 func (s *syncer) migrate(ctx context.Context, snap *delta.Snapshot) error {
 	v := snap.Version()
-	tbl, err := s.cat.Load(ctx, s.ident)
-	if err != nil {
-		return err
-	}
 	if err := s.checkSchema(ctx, v, snap.Schema()); err != nil {
 		return err
 	}
-	if tbl, err = s.cat.Load(ctx, s.ident); err != nil { // after a schema change
+	tbl, err := s.cat.Load(ctx, s.ident) // after a schema change
+	if err != nil {
 		return err
 	}
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)

@@ -244,7 +244,7 @@ func (s *syncer) run(ctx context.Context) error {
 		s.res.Watermark = watermark
 	}
 	if watermark < 0 {
-		if tbl, watermark, err = s.firstRun(ctx, tbl, latest); err != nil {
+		if watermark, err = s.firstRun(ctx, tbl, latest); err != nil {
 			return err
 		}
 		s.res.Watermark = watermark
@@ -364,48 +364,48 @@ func (s *syncer) resolveEnd(ctx context.Context, latest int64) (int64, error) {
 }
 
 // firstRun creates the table when needed and migrates the snapshot at the
-// start version; it returns the table and the new watermark.
-func (s *syncer) firstRun(ctx context.Context, tbl *table.Table, latest int64) (*table.Table, int64, error) {
+// start version; it returns the new watermark.
+func (s *syncer) firstRun(ctx context.Context, tbl *table.Table, latest int64) (int64, error) {
 	start, err := s.resolveStart(ctx, latest)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	if end, err := s.resolveEnd(ctx, latest); err != nil {
-		return nil, 0, err
+		return 0, err
 	} else if end < start {
-		return nil, 0, fmt.Errorf("%w: Delta table %s: end version %d is before start version %d", delta.ErrInvalidRange, s.src.Location(), end, start)
+		return 0, fmt.Errorf("%w: Delta table %s: end version %d is before start version %d", delta.ErrInvalidRange, s.src.Location(), end, start)
 	}
 	snap, err := s.src.Snapshot(ctx, start)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	s.tableID = snap.Metadata().ID
 	if err := s.resolveKeys(tbl); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	if tbl == nil {
-		if tbl, err = s.create(ctx, snap); err != nil {
-			return nil, 0, err
+		if err := s.create(ctx, snap); err != nil {
+			return 0, err
 		}
 		if err := s.opts.step(stepCreated); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 	}
 	if err := s.migrate(ctx, snap); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	return tbl, start, nil
+	return start, nil
 }
 
 // create creates the namespace and the table for the snapshot's schema.
-func (s *syncer) create(ctx context.Context, snap *delta.Snapshot) (*table.Table, error) {
+func (s *syncer) create(ctx context.Context, snap *delta.Snapshot) error {
 	sc, err := IcebergSchema(snap.Schema(), s.keys)
 	if err != nil {
-		return nil, fmt.Errorf("create Iceberg table %s for Delta table %s version %d: %w", s.name, s.src.Location(), snap.Version(), err)
+		return fmt.Errorf("create Iceberg table %s for Delta table %s version %d: %w", s.name, s.src.Location(), snap.Version(), err)
 	}
 	spec, err := ddl.ParsePartitionSpec(s.opts.PartitionBy, sc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: partition spec of %s: %w", ErrInvalidOptions, s.name, err)
+		return fmt.Errorf("%w: partition spec of %s: %w", ErrInvalidOptions, s.name, err)
 	}
 	props := iceberg.Properties{}
 	for k, v := range s.opts.Properties {
@@ -418,27 +418,27 @@ func (s *syncer) create(ctx context.Context, snap *delta.Snapshot) (*table.Table
 	case 2, 3:
 		props["format-version"] = strconv.Itoa(s.opts.FormatVersion)
 	default:
-		return nil, fmt.Errorf("%w: format version %d: want 2 or 3", ErrInvalidOptions, s.opts.FormatVersion)
+		return fmt.Errorf("%w: format version %d: want 2 or 3", ErrInvalidOptions, s.opts.FormatVersion)
 	}
 	// NB: the source location is set at creation so that a table created
 	// for one Delta table and left empty by a crash is not later filled
 	// from another.
 	props[PropSourceLocation] = s.src.Location()
 	if err := s.cat.EnsureNamespace(ctx, s.ident[:len(s.ident)-1]); err != nil {
-		return nil, err
+		return err
 	}
-	tbl, err := tableops.Create(ctx, s.cat, s.ident, sc, spec, props)
+	_, err = tableops.Create(ctx, s.cat, s.ident, sc, spec, props)
 	if errors.Is(err, tableops.ErrTableExists) {
 		// Another run created it first; its state is checked at the
 		// migration commit.
-		return s.cat.Load(ctx, s.ident)
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.res.Created = true
 	s.log().Info("delta sync: created table", "table", s.name, "source", s.src.Location(), "schema", sc.String(), "partition_by", s.opts.PartitionBy, "mode", mode)
-	return tbl, nil
+	return nil
 }
 
 // stateProps are the properties committed with version v applied.
