@@ -103,6 +103,10 @@ func runFloe(t *testing.T, work string, args []string) string {
 	}
 	clean := func(s string) string {
 		s = strings.ReplaceAll(s, work, "<WORK>")
+		if root := testdir.ModuleRoot(); root != "" {
+			// Paths of shared fixtures print as the scripts write them.
+			s = strings.ReplaceAll(s, filepath.Join(root, "..", "shared", "testdata"), "$SHARED")
+		}
 		s = snapshotID.ReplaceAllString(s, "<ID>")
 		s = tmpPath.ReplaceAllString(s, "<TMP>")
 		s = uuidRe.ReplaceAllString(s, "<UUID>")

@@ -256,7 +256,7 @@ func (s *syncer) run(ctx context.Context) error {
 		return err
 	}
 	if end <= watermark {
-		s.log().Info("delta sync: up to date", "table", s.name, "source", s.src.Location(), "watermark", watermark, "end", end)
+		s.log().Debug("delta sync: up to date", "table", s.name, "source", s.src.Location(), "watermark", watermark, "end", end)
 		return nil
 	}
 	for from := watermark + 1; from <= end; {
@@ -437,7 +437,7 @@ func (s *syncer) create(ctx context.Context, snap *delta.Snapshot) error {
 		return err
 	}
 	s.res.Created = true
-	s.log().Info("delta sync: created table", "table", s.name, "source", s.src.Location(), "schema", sc.String(), "partition_by", s.opts.PartitionBy, "mode", mode)
+	s.log().Info("delta sync: created table", "table", s.name, "source", s.src.Location(), "columns", len(sc.Fields()), "partition_by", s.opts.PartitionBy, "mode", mode)
 	return nil
 }
 
