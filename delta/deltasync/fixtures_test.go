@@ -63,14 +63,16 @@ var fixtureSyncs = map[string]fixtureSync{
 
 // syncModes are the three ways rows are removed.
 var syncModes = []struct {
-	name  string
-	mode  write.Mode
-	del   merge.DeleteMode
-	label string // merge.Result.Mode
+	name    string
+	mode    write.Mode
+	del     merge.DeleteMode
+	label   string // merge.Result.Mode
+	version int    // Iceberg format version
 }{
-	{"copy-on-write", write.CopyOnWrite, merge.DeleteAuto, "copy-on-write"},
-	{"merge-on-read", write.MergeOnRead, merge.DeleteAuto, "merge-on-read"},
-	{"equality-deletes", write.MergeOnRead, merge.DeleteEquality, "merge-on-read (equality deletes)"},
+	{"copy-on-write", write.CopyOnWrite, merge.DeleteAuto, "copy-on-write", 2},
+	{"merge-on-read", write.MergeOnRead, merge.DeleteAuto, "merge-on-read", 2},
+	{"equality-deletes", write.MergeOnRead, merge.DeleteEquality, "merge-on-read (equality deletes)", 2},
+	{"deletion-vectors-v3", write.MergeOnRead, merge.DeleteAuto, "merge-on-read", 3},
 }
 
 // TestSyncFixtures syncs every shared Delta table with Change Data Feed
@@ -114,7 +116,7 @@ func TestSyncFixtures(t *testing.T) {
 		seen++
 		for _, m := range syncModes {
 			t.Run(name+"/"+m.name, func(t *testing.T) {
-				syncFixture(t, src, cfg, m.mode, m.del)
+				syncFixture(t, src, cfg, m.mode, m.del, m.version)
 			})
 		}
 	}
@@ -144,7 +146,7 @@ func cdfEnabledSomewhere(ctx context.Context, src *delta.Table) (bool, error) {
 	return false, nil
 }
 
-func syncFixture(t *testing.T, src *delta.Table, cfg fixtureSync, mode write.Mode, del merge.DeleteMode) {
+func syncFixture(t *testing.T, src *delta.Table, cfg fixtureSync, mode write.Mode, del merge.DeleteMode, version int) {
 	ctx := context.Background()
 	cat := openCatalog(t)
 	ident := table.Identifier{"fixtures", "t"}
@@ -156,7 +158,7 @@ func syncFixture(t *testing.T, src *delta.Table, cfg fixtureSync, mode write.Mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{EqualityColumns: cfg.keys, PartitionBy: cfg.partitionBy, Mode: mode, DeleteMode: del,
+	opts := Options{EqualityColumns: cfg.keys, PartitionBy: cfg.partitionBy, Mode: mode, DeleteMode: del, FormatVersion: version,
 		Start: delta.AtVersion(start), End: delta.AtVersion(start)}
 	res, err := Sync(ctx, cat, src, ident, opts)
 	if cfg.firstRunError != nil {

@@ -159,6 +159,8 @@ type ColumnDiff struct {
 	field   iceberg.NestedField // the Delta column as an Iceberg field, when Addable
 }
 
+// String renders the difference as error messages list it:
+// `column "name": reason`.
 func (d ColumnDiff) String() string {
 	return fmt.Sprintf("column %q: %s", d.Column, d.Reason)
 }

@@ -248,8 +248,13 @@ func (s *syncer) run(ctx context.Context) error {
 			return err
 		}
 		s.res.Watermark = watermark
-	} else if err := s.resolveKeys(tbl); err != nil {
-		return err
+	} else {
+		if err := s.resolveKeys(tbl); err != nil {
+			return err
+		}
+		if s.opts.Start.IsSet() {
+			s.log().Info("delta sync: start bound ignored, the table's watermark decides", "table", s.name, "start", s.opts.Start.String(), "watermark", watermark)
+		}
 	}
 	end, err := s.resolveEnd(ctx, latest)
 	if err != nil {

@@ -82,7 +82,7 @@ func TestSyncGenerated(t *testing.T) {
 			src := g.open()
 			cat := openCatalog(t)
 			ident := table.Identifier{"db", "people"}
-			opts := Options{EqualityColumns: []string{"id"}, PartitionBy: "region", Mode: m.mode, DeleteMode: m.del,
+			opts := Options{EqualityColumns: []string{"id"}, PartitionBy: "region", Mode: m.mode, DeleteMode: m.del, FormatVersion: m.version,
 				Start: delta.AtVersion(1), End: delta.AtVersion(1)}
 			syncTo(t, cat, ident, src, opts, 1)
 			opts.Start = delta.Bound{}

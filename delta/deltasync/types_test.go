@@ -63,7 +63,7 @@ func TestSyncTypes(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			cat := openCatalog(t)
 			ident := table.Identifier{"db", "types"}
-			opts := Options{EqualityColumns: []string{"id"}, Mode: m.mode, DeleteMode: m.del, Start: delta.AtVersion(1)}
+			opts := Options{EqualityColumns: []string{"id"}, Mode: m.mode, DeleteMode: m.del, FormatVersion: m.version, Start: delta.AtVersion(1)}
 			syncTo(t, cat, ident, src, opts, 1)
 			tbl, err := cat.Load(context.Background(), ident)
 			if err != nil {
