@@ -244,3 +244,36 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkMigrate measures a first run: creating the Iceberg table and
+// copying the benchRows rows of version 1 into it.
+//
+//	go test ./delta/deltasync/ -run '^$' -bench BenchmarkMigrate -benchtime 3x
+func BenchmarkMigrate(b *testing.B) {
+	dir := benchTable(b, benchRows)
+	ctx := context.Background()
+	src, err := delta.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		cat := openCatalog(b)
+		cpu0 := cpuTime()
+		b.StartTimer()
+		res, err := Sync(ctx, cat, src, table.Identifier{"bench", "t"}, Options{EqualityColumns: []string{"id"}, End: delta.AtVersion(1)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		cpu += cpuTime() - cpu0
+		if res.MigratedRows != int64(benchRows) {
+			b.Fatalf("migrated %d rows", res.MigratedRows)
+		}
+		cat.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+}
