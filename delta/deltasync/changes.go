@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/zeebo/xxh3"
 
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/merge"
@@ -101,7 +102,7 @@ func (s *syncer) changeRows(schema *arrow.Schema, seq iter.Seq2[arrow.RecordBatc
 			rec.Release()
 			yield(nil, err)
 		}
-		images := map[string]struct{}{} // keys inserted by the current version
+		images := map[xxh3.Uint128]struct{}{} // keys inserted by the current version (hashes, as in checkSnapshotRows)
 		curVersion := int64(-1)
 		var buf []byte
 		for rec, err := range seq {
@@ -143,13 +144,14 @@ func (s *syncer) changeRows(schema *arrow.Schema, seq iter.Seq2[arrow.RecordBatc
 				}
 				if kind == merge.Insert || kind == merge.UpdateAfter {
 					buf = rows.AppendKey(buf[:0], rec, keyIdx, i)
-					if _, dup := images[string(buf)]; dup {
+					h := xxh3.Hash128(buf)
+					if _, dup := images[h]; dup {
 						b.Release()
 						fail(rec, fmt.Errorf("%w: Delta table %s version %d writes several rows with %s; equality columns must identify one row",
 							ErrDuplicateKey, s.src.Location(), v, formatKey(rec, keyIdx, i)))
 						return
 					}
-					images[string(buf)] = struct{}{}
+					images[h] = struct{}{}
 				}
 				b.Append(kind)
 			}
