@@ -76,6 +76,7 @@ func (s *syncer) applyBatch(ctx context.Context, from, to int64) error {
 	b := Batch{FromVersion: from, ToVersion: to, ChangeRows: n, Upserts: res.Upserts, Deletes: res.Deletes,
 		RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved, SnapshotID: res.SnapshotID, Mode: res.Mode}
 	s.res.Batches = append(s.res.Batches, b)
+	s.res.Watermark = to
 	s.res.Committed = s.res.Committed || res.Committed
 	s.log().Info("delta sync: applied changes", "table", s.name, "source", s.src.Location(), "from_version", from, "to_version", to,
 		"change_rows", n, "upserts", res.Upserts, "deletes", res.Deletes, "rows_added", res.RowsAdded, "rows_removed", res.RowsRemoved,

@@ -63,12 +63,20 @@ func TestSyncCrash(t *testing.T) {
 					}
 					return nil
 				}
-				_, err := Sync(ctx, cat, src, ident, opts)
+				res, err := Sync(ctx, cat, src, ident, opts)
 				if !errors.Is(err, errCrash) {
 					t.Fatalf("the crash did not happen: %v", err)
 				}
+				// The crashed run reports the watermark the table holds.
+				want := ""
+				if tbl, err := cat.Load(ctx, ident); err == nil {
+					want = tbl.Properties()[PropSourceVersion]
+				}
+				if got := strconv.FormatInt(res.Watermark, 10); (want == "" && res.Watermark != -1) || (want != "" && got != want) {
+					t.Fatalf("crashed run reports watermark %d, the table holds %q", res.Watermark, want)
+				}
 				opts.hook = nil
-				res, err := Sync(ctx, cat, src, ident, opts)
+				res, err = Sync(ctx, cat, src, ident, opts)
 				if err != nil {
 					t.Fatalf("rerun: %v", err)
 				}

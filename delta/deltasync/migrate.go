@@ -91,7 +91,7 @@ func (s *syncer) migrate(ctx context.Context, snap *delta.Snapshot) error {
 		}
 		return fmt.Errorf("migrate %s into %s: %w", where, s.name, err)
 	}
-	s.res.Migrated, s.res.MigratedVersion, s.res.MigratedRows = true, v, n
+	s.res.Migrated, s.res.MigratedVersion, s.res.MigratedRows, s.res.Watermark = true, v, n, v
 	s.res.Committed = s.res.Committed || out.Committed
 	s.log().Info("delta sync: migrated snapshot", "table", s.name, "source", s.src.Location(), "version", v, "rows", n, "files", len(files))
 	return s.opts.step(stepMigrated)

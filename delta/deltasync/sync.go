@@ -272,7 +272,6 @@ func (s *syncer) run(ctx context.Context) error {
 		if err := s.applyBatch(ctx, from, to); err != nil {
 			return err
 		}
-		s.res.Watermark = to
 		from = to + 1
 	}
 	return nil
