@@ -105,3 +105,19 @@ func TestUnknownTableAndNamespace(t *testing.T) {
 		t.Fatalf("list missing namespace: %v", err)
 	}
 }
+
+func TestWarehouseWithSpecialCharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "a#b?c%d")
+	c, err := Open(ctx, Options{Warehouse: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.CreateNamespace(ctx, table.Identifier{"ns"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DBFile)); err != nil {
+		t.Fatalf("the catalog must live in the folder named: %v", err)
+	}
+}
