@@ -110,8 +110,8 @@ func Load(path string) (*File, error) {
 
 // Parse validates the pipeline file data read from path (path is used in
 // messages and to resolve relative catalog paths). All problems found are
-// returned together (errors.Join), each wrapping ErrInvalidPipeline and
-// naming the file, line, transform and field.
+// returned together in a *ValidationError (which wraps
+// ErrInvalidPipeline), each naming the file, line, transform and field.
 func Parse(path string, data []byte) (*File, error) {
 	f := &File{Path: path, line: map[string]int{}}
 	p := &parser{file: path, bad: map[string]bool{}}
@@ -124,7 +124,8 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, p.errorf(root.Line, "", "", "want a mapping with catalog: and transforms:")
+		p.add(p.errorf(root.Line, "", "", "want a mapping with catalog: and transforms:"))
+		return nil, p.err()
 	}
 	var transforms *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -168,67 +169,77 @@ func Parse(path string, data []byte) (*File, error) {
 		}
 	}
 	f.validate(p)
-	if len(p.errs) > 0 {
-		return nil, p.joined()
+	if len(p.problems) > 0 {
+		return nil, p.err()
 	}
 	return f, nil
 }
 
-// parser collects located errors.
+// Problem is one problem found in a pipeline file.
+type Problem struct {
+	File string
+	Line int // 0 when unknown
+	// Where names the transform (`transform "name"`, or `transform #3`
+	// when it has no name); "" for the file's top level.
+	Where   string
+	Field   string // "" when the problem is not about one field
+	Message string
+}
+
+// String renders the problem as "file:line: where: field F: message".
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
+	if p.Where != "" {
+		b.WriteString(": " + p.Where)
+	}
+	if p.Field != "" {
+		b.WriteString(": field " + p.Field)
+	}
+	return b.String() + ": " + p.Message
+}
+
+// ValidationError lists every problem found in a pipeline file, in line
+// order. It wraps ErrInvalidPipeline.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error renders one problem per line.
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return ErrInvalidPipeline.Error() + ": " + strings.Join(lines, "\n")
+}
+
+// Unwrap returns ErrInvalidPipeline.
+func (e *ValidationError) Unwrap() error { return ErrInvalidPipeline }
+
+// parser collects the problems of a file.
 type parser struct {
-	file string
-	errs []lineError
-	// bad marks the fields (by prefix+name, per transform index) whose
-	// value could not be decoded, so they are not also reported missing.
+	file     string
+	problems []Problem
+	// bad marks the fields (by transform index and name) whose value could
+	// not be decoded, so they are not also reported missing.
 	bad map[string]bool
 }
 
-type lineError struct {
-	line int
-	err  error
+func (p *parser) add(pr Problem) { p.problems = append(p.problems, pr) }
+
+// err returns the problems in line order (stable) as a *ValidationError.
+func (p *parser) err() error {
+	slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
+	return &ValidationError{Problems: p.problems}
 }
 
-func (p *parser) add(err error) {
-	var le lineError
-	if errors.As(err, &le) {
-		p.errs = append(p.errs, le)
-		return
-	}
-	p.errs = append(p.errs, lineError{err: err})
-}
-
-func (e lineError) Error() string { return e.err.Error() }
-func (e lineError) Unwrap() error { return e.err }
-
-// joined returns the errors in line order (stable), joined.
-func (p *parser) joined() error {
-	slices.SortStableFunc(p.errs, func(a, b lineError) int { return a.line - b.line })
-	errs := make([]error, len(p.errs))
-	for i, e := range p.errs {
-		errs[i] = e.err
-	}
-	return errors.Join(errs...)
-}
-
-// errorf makes an error "file:line: where: field F: message".
-func (p *parser) errorf(line int, where, field, format string, args ...any) error {
-	return lineError{line: line, err: p.plainErrorf(line, where, field, format, args...)}
-}
-
-func (p *parser) plainErrorf(line int, where, field, format string, args ...any) error {
-	var b strings.Builder
-	b.WriteString(p.file)
-	if line > 0 {
-		fmt.Fprintf(&b, ":%d", line)
-	}
-	if where != "" {
-		b.WriteString(": " + where)
-	}
-	if field != "" {
-		b.WriteString(": field " + field)
-	}
-	b.WriteString(": " + fmt.Sprintf(format, args...))
-	return fmt.Errorf("%w: %s", ErrInvalidPipeline, b.String())
+// errorf makes a problem.
+func (p *parser) errorf(line int, where, field, format string, args ...any) Problem {
+	return Problem{File: p.file, Line: line, Where: where, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 // fieldInfo is the declaration of one YAML field.

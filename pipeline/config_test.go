@@ -22,8 +22,9 @@ func TestConfig(t *testing.T) {
 		case "parse":
 			f, err := pipeline.Parse("pipeline.yaml", []byte(d.Input))
 			if err != nil {
-				if !errors.Is(err, pipeline.ErrInvalidPipeline) {
-					t.Fatalf("error does not wrap ErrInvalidPipeline: %v", err)
+				var ve *pipeline.ValidationError
+				if !errors.Is(err, pipeline.ErrInvalidPipeline) || !errors.As(err, &ve) || len(ve.Problems) == 0 {
+					t.Fatalf("want a *ValidationError wrapping ErrInvalidPipeline, got %v", err)
 				}
 				return "error:\n" + strings.ReplaceAll(err.Error(), "invalid pipeline: ", "") + "\n"
 			}

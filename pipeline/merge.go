@@ -82,7 +82,7 @@ func Merge(spec MergeSpec) (*transform.Transform, error) {
 	compute := func(ctx *transform.Context) error {
 		run := MergeFunc
 		if run == nil {
-			return fmt.Errorf("merge transforms are %w: MERGE INTO is not wired into this floe (pipeline.MergeFunc is nil)", ErrNotAvailable)
+			return errMergeNotWired
 		}
 		changes, err := ctx.Input("source").Changelog(spec.Keys...)
 		if err != nil {
@@ -100,6 +100,8 @@ func Merge(spec MergeSpec) (*transform.Transform, error) {
 		transform.WithReadMode(transform.Changelog),
 		transform.WithSemanticVersion(version)), nil
 }
+
+var errMergeNotWired = fmt.Errorf("merge transforms are %w: MERGE INTO is not wired into this floe (pipeline.MergeFunc is nil)", ErrNotAvailable)
 
 // dataSchema drops the changelog's metadata columns.
 func dataSchema(s *arrow.Schema) *arrow.Schema {

@@ -123,6 +123,11 @@ func (r *Runner) build(ctx context.Context, s *Step) (*transform.Result, error) 
 	if s.Transform == nil {
 		return nil, fmt.Errorf("transform %s: nothing to run", s.Name)
 	}
+	if s.Type == TypeMerge && MergeFunc == nil {
+		// The transform fails the same way; failing here spares a build
+		// decision (and its log lines) that cannot lead anywhere.
+		return nil, fmt.Errorf("transform %s: %w", s.Name, errMergeNotWired)
+	}
 	tr := &transform.Runner{Catalog: r.Catalog, Logger: r.logger(), Full: r.Full}
 	return tr.Build(ctx, s.Transform)
 }
