@@ -188,7 +188,7 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 	if !f.once {
 		sched = &pipeline.Scheduler{Pipeline: p, Steps: steps, Every: f.every, Logger: log}
 		if _, err := sched.Intervals(); err != nil {
-			return usageError{fmt.Errorf("%w (or use --once)", err)}
+			return usageError{fmt.Errorf("%w: give --every D, or use --once", err)}
 		}
 	}
 	cat, err := a.Catalog(ctx)
@@ -283,10 +283,51 @@ func (a *app) pipelineLogger(format string) (*slog.Logger, error) {
 
 // outcomeJSON is how --format json and jsonl print an outcome.
 type outcomeJSON struct {
-	Transform string            `json:"transform"`
-	Outcome   string            `json:"outcome"`
-	Error     string            `json:"error,omitempty"`
-	Result    *transform.Result `json:"result,omitempty"`
+	Transform  string       `json:"transform"`
+	Outcome    string       `json:"outcome"`
+	Reason     string       `json:"reason,omitempty"`
+	Error      string       `json:"error,omitempty"`
+	Started    time.Time    `json:"started"`
+	DurationMS float64      `json:"duration_ms"`
+	Inputs     []inputJSON  `json:"inputs,omitempty"`
+	Outputs    []outputJSON `json:"outputs,omitempty"`
+}
+
+type inputJSON struct {
+	Name      string `json:"name"`
+	Table     string `json:"table"`
+	Start     string `json:"start,omitempty"`
+	End       string `json:"end"`
+	Snapshots int    `json:"snapshots"`
+}
+
+type outputJSON struct {
+	Name        string `json:"name"`
+	Table       string `json:"table"`
+	Operation   string `json:"operation"`
+	Committed   bool   `json:"committed"`
+	SnapshotID  int64  `json:"snapshot_id,omitempty"`
+	RowsAdded   int64  `json:"rows_added"`
+	RowsRemoved int64  `json:"rows_removed"`
+}
+
+func toJSON(o pipeline.Outcome) outcomeJSON {
+	j := outcomeJSON{Transform: o.Step, Outcome: o.Kind, Started: o.Started.UTC(),
+		DurationMS: float64(o.Duration.Microseconds()) / 1000}
+	if o.Err != nil {
+		j.Error = o.Err.Error()
+	}
+	if r := o.Result; r != nil {
+		j.Reason = r.Reason
+		for _, in := range r.Inputs {
+			j.Inputs = append(j.Inputs, inputJSON{Name: in.Name, Table: in.Table, Start: in.Start, End: in.End, Snapshots: in.Snapshots})
+		}
+		for _, out := range r.Outputs {
+			j.Outputs = append(j.Outputs, outputJSON{Name: out.Name, Table: out.Table, Operation: out.Operation,
+				Committed: out.Committed, SnapshotID: out.SnapshotID, RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved})
+		}
+	}
+	return j
 }
 
 func (a *app) reportOutcomes(outcomes []pipeline.Outcome) error {
@@ -295,19 +336,12 @@ func (a *app) reportOutcomes(outcomes []pipeline.Outcome) error {
 		return err
 	}
 	if f == rowfile.OutputJSON || f == rowfile.OutputJSONL {
-		var all []outcomeJSON
+		all := []outcomeJSON{}
 		for _, o := range outcomes {
-			j := outcomeJSON{Transform: o.Step, Outcome: o.Kind, Result: o.Result}
-			if o.Err != nil {
-				j.Error = o.Err.Error()
-			}
-			all = append(all, j)
+			all = append(all, toJSON(o))
 		}
 		enc := json.NewEncoder(a.stdout)
 		if f == rowfile.OutputJSON {
-			if all == nil {
-				all = []outcomeJSON{}
-			}
 			return enc.Encode(all)
 		}
 		for _, j := range all {

@@ -107,7 +107,7 @@ func (sc *Scheduler) Intervals() (map[string]time.Duration, error) {
 		out[s.Name] = d
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: %s: no schedule for %s: give --every, or every: in the pipeline file", ErrInvalidPipeline, sc.Pipeline.Name, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%w: %s: no schedule for %s (no every: of its own and no default interval)", ErrInvalidPipeline, sc.Pipeline.Name, strings.Join(missing, ", "))
 	}
 	return out, nil
 }
