@@ -172,6 +172,13 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 	if f.full && !f.once {
 		return usagef("--full rebuilds once: use it with --once")
 	}
+	sigctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		// A second signal gets the default behaviour: stop at once.
+		<-sigctx.Done()
+		stop()
+	}()
 	log, err := a.pipelineLogger(f.logFormat)
 	if err != nil {
 		return err
@@ -191,18 +198,11 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 			return usageError{fmt.Errorf("%w: give --every D, or use --once", err)}
 		}
 	}
-	cat, err := a.Catalog(ctx)
+	cat, err := a.Catalog(sigctx)
 	if err != nil {
 		return err
 	}
 	runner := &pipeline.Runner{Catalog: cat, Logger: log, Full: f.full, History: historyFor(p, f.statusFile)}
-	sigctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	go func() {
-		// A second signal gets the default behaviour: stop at once.
-		<-sigctx.Done()
-		stop()
-	}()
 	if f.metricsAddr != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
