@@ -13,7 +13,6 @@ package transform
 import (
 	"errors"
 	"fmt"
-	"sort"
 )
 
 // ReadMode says how a transform reads its inputs incrementally.
@@ -172,14 +171,4 @@ func (t *Transform) Validate() error {
 		}
 	}
 	return nil
-}
-
-// inputNames returns the input names, sorted.
-func (t *Transform) inputNames() []string {
-	var out []string
-	for _, in := range t.Inputs {
-		out = append(out, in.Name)
-	}
-	sort.Strings(out)
-	return out
 }
