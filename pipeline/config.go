@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -253,7 +254,20 @@ type fieldInfo struct {
 	required []string // "*" = every type
 }
 
+// fieldsOf returns the declared fields of a struct type (cached: types are
+// few and fixed).
 func fieldsOf(t reflect.Type) []fieldInfo {
+	if v, ok := fieldCache.Load(t); ok {
+		return v.([]fieldInfo)
+	}
+	out := declaredFields(t)
+	fieldCache.Store(t, out)
+	return out
+}
+
+var fieldCache sync.Map // reflect.Type -> []fieldInfo
+
+func declaredFields(t reflect.Type) []fieldInfo {
 	var out []fieldInfo
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)

@@ -74,6 +74,20 @@ func (b *background) waitFor(t *testing.T, text string) {
 	}
 }
 
+// waitForOrExit waits until stderr contains text (true) or the process
+// exits (false), for at most a minute.
+func (b *background) waitForOrExit(text string) bool {
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(b.stderr.String(), text) && time.Now().Before(deadline) {
+		select {
+		case <-b.done:
+			return strings.Contains(b.stderr.String(), text)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return true
+}
+
 var (
 	logTime  = regexp.MustCompile(`^time=\S+ `)
 	jsonTime = regexp.MustCompile(`"time":"[^"]*",`)

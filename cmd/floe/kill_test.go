@@ -117,10 +117,14 @@ func TestKillDuringBuilds(t *testing.T) {
 		delay := time.Duration(rng.Int64N(int64(scale)*3/2 + 1))
 		before := outputs()
 		var what string
-		if i%4 == 3 {
+		switch i % 4 {
+		case 3:
 			what = stopScheduled(t, work, delay)
-		} else {
-			what = killOnce(t, work, delay)
+		case 1:
+			// Aim at the builds: count from the first build decision.
+			what = killOnce(t, work, delay*2/3, "transform=active")
+		default:
+			what = killOnce(t, work, delay, "")
 		}
 		after := outputs()
 		committed := 0
@@ -195,11 +199,21 @@ func TestKillDuringBuilds(t *testing.T) {
 	}
 }
 
-// killOnce starts floe run --once and kills it after delay; it reports
-// whether the kill landed during the run.
-func killOnce(t *testing.T, work string, delay time.Duration) string {
+// killOnce starts floe run --once and kills it delay after its start (or
+// after it logs from, when not ""); it reports whether the kill landed
+// during the run.
+func killOnce(t *testing.T, work string, delay time.Duration, from string) string {
 	t.Helper()
-	b := startFloe(t, work, []string{"run", "kill.yaml", "--once", "--quiet"})
+	args := []string{"run", "kill.yaml", "--once"}
+	if from == "" {
+		args = append(args, "--quiet")
+	}
+	b := startFloe(t, work, args)
+	if from != "" {
+		if !b.waitForOrExit(from) {
+			return exitKind(t, b)
+		}
+	}
 	select {
 	case <-b.done:
 	case <-time.After(delay):
