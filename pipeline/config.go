@@ -20,8 +20,10 @@ import (
 
 // File is a pipeline file: a catalog and a list of named transforms. It is
 // declared once here; Parse validates against these declarations and
-// Reference renders docs/pipelines.md from them (the struct tags doc, for,
-// required and example).
+// Reference renders docs/pipelines.md from them. The fields of File,
+// CatalogConfig and TransformConfig are documented by their struct tags:
+// doc (what it means), for (the types that use it; all when absent),
+// required (the types that need it; * for all) and example.
 type File struct {
 	Catalog    CatalogConfig     `yaml:"catalog" doc:"Where the tables live. Optional: floe's global flags (--warehouse, --catalog, --config) override it, and without either floe uses the embedded catalog in ./warehouse." example:"{warehouse: ./warehouse}"`
 	Transforms []TransformConfig `yaml:"transforms" doc:"The transforms, in any order: floe runs each after the transforms whose destination is its source." required:"*"`
@@ -32,7 +34,8 @@ type File struct {
 	line map[string]int
 }
 
-// CatalogConfig says which catalog a pipeline file uses.
+// CatalogConfig says which catalog a pipeline file uses (fields documented
+// by their doc tags, see File).
 type CatalogConfig struct {
 	Warehouse string `yaml:"warehouse" doc:"Folder of the embedded catalog, relative to the pipeline file's folder." example:"./warehouse"`
 	Name      string `yaml:"name" doc:"A catalog of the catalog configuration file to use instead of the embedded one (as --catalog)." example:"prod"`
@@ -58,7 +61,8 @@ var Types = []struct{ Name, Doc string }{
 	{TypeDelta, "Sync a Delta Lake table's Change Data Feed at `path` into the Iceberg table `destination`, matching rows on `equality_columns`."},
 }
 
-// TransformConfig is one transform of a pipeline file.
+// TransformConfig is one transform of a pipeline file (fields documented
+// by their doc tags, see File).
 type TransformConfig struct {
 	Name            string            `yaml:"name" doc:"Unique name: letters, digits, _ - and . (it names the transform in logs, metrics, status and the output's floe.transform.name property)." required:"*" example:"active_orders"`
 	Type            string            `yaml:"type" doc:"What the transform does: sync, filter, merge or delta (see Types)." required:"*" example:"sync"`
@@ -178,13 +182,13 @@ func Parse(path string, data []byte) (*File, error) {
 
 // Problem is one problem found in a pipeline file.
 type Problem struct {
-	File string
-	Line int // 0 when unknown
+	File string // the pipeline file
+	Line int    // 0 when unknown
 	// Where names the transform (`transform "name"`, or `transform #3`
 	// when it has no name); "" for the file's top level.
 	Where   string
 	Field   string // "" when the problem is not about one field
-	Message string
+	Message string // what is wrong and what is expected
 }
 
 // String renders the problem as "file:line: where: field F: message".
@@ -206,7 +210,7 @@ func (p Problem) String() string {
 // ValidationError lists every problem found in a pipeline file, in line
 // order. It wraps ErrInvalidPipeline.
 type ValidationError struct {
-	Problems []Problem
+	Problems []Problem // at least one
 }
 
 // Error renders one problem per line.

@@ -13,7 +13,7 @@ import (
 // DeltaSpec describes a delta step: sync the Delta Lake table at Path
 // (its Change Data Feed) into the Iceberg table Dst.
 type DeltaSpec struct {
-	Name            string
+	Name            string   // the step's name
 	Path            string   // Delta table location (folder or URI)
 	Dst             string   // destination Iceberg table
 	EqualityColumns []string // columns identifying a row
@@ -23,12 +23,12 @@ type DeltaSpec struct {
 
 // DeltaSyncRequest is one run of a delta step.
 type DeltaSyncRequest struct {
-	Spec    DeltaSpec
-	Catalog *catalog.Catalog
+	Spec    DeltaSpec        // what to sync
+	Catalog *catalog.Catalog // where the destination lives
 	// Full asks for a full rebuild of the destination from the Delta
 	// table's latest snapshot.
 	Full   bool
-	Logger *slog.Logger
+	Logger *slog.Logger // the run's logger
 }
 
 // DeltaSyncer runs Delta Lake to Iceberg syncs for delta steps. Its methods

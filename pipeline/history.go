@@ -22,14 +22,14 @@ func StatusFileFor(path string) string {
 
 // RunRecord is what the history keeps about one transform's runs.
 type RunRecord struct {
-	LastRun      time.Time     `json:"last_run"`
-	LastOutcome  string        `json:"last_outcome"`
-	LastDuration time.Duration `json:"last_duration_ns"`
-	LastSuccess  time.Time     `json:"last_success,omitzero"`
-	LastErrorAt  time.Time     `json:"last_error_at,omitzero"`
-	LastError    string        `json:"last_error,omitempty"`
-	Runs         int64         `json:"runs"`
-	Failures     int64         `json:"failures"`
+	LastRun      time.Time     `json:"last_run"`               // start of the last run
+	LastOutcome  string        `json:"last_outcome"`           // its Outcome kind
+	LastDuration time.Duration `json:"last_duration_ns"`       // its duration
+	LastSuccess  time.Time     `json:"last_success,omitzero"`  // start of the last run that did not fail
+	LastErrorAt  time.Time     `json:"last_error_at,omitzero"` // start of the last failed (or blocked) run
+	LastError    string        `json:"last_error,omitempty"`   // its error
+	Runs         int64         `json:"runs"`                   // runs recorded
+	Failures     int64         `json:"failures"`               // failed or blocked runs recorded
 }
 
 type historyFile struct {

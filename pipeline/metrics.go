@@ -13,8 +13,9 @@ type Metrics struct {
 	Builds *prometheus.CounterVec
 	// BuildDuration observes the duration of runs that ran (not blocked).
 	BuildDuration *prometheus.HistogramVec
-	// RowsAdded and RowsRemoved count the rows committed to each output.
-	RowsAdded   *prometheus.CounterVec
+	// RowsAdded counts the rows added to each output.
+	RowsAdded *prometheus.CounterVec
+	// RowsRemoved counts the rows removed from each output.
 	RowsRemoved *prometheus.CounterVec
 	// SnapshotsBehind is, per transform and input, how many snapshots of the
 	// input the transform has not processed yet, measured after each run.

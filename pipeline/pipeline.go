@@ -14,6 +14,7 @@ import (
 // Delta Lake sync. A Step is not modified by running it and may be shared
 // by goroutines.
 type Step struct {
+	// Name is unique in its pipeline.
 	Name string
 	// Type is sync, filter, merge or delta for steps of a file, go for
 	// transforms written in Go.

@@ -23,12 +23,12 @@ const (
 
 // Outcome is the result of one run of a step.
 type Outcome struct {
-	Step     string
+	Step     string            // the step's name
 	Kind     string            // one of the Outcome* constants
 	Result   *transform.Result // the build's result (nil unless it ran to the end)
 	Err      error             // why it failed, was blocked or aborted
-	Started  time.Time
-	Duration time.Duration
+	Started  time.Time         // when the run started
+	Duration time.Duration     // how long it ran
 }
 
 // Failed reports whether the run failed or was blocked by a failed
@@ -39,6 +39,7 @@ func (o Outcome) Failed() bool { return o.Kind == OutcomeError || o.Kind == Outc
 // read-only while it runs; RunStep and RunOnce may be called from several
 // goroutines for different steps.
 type Runner struct {
+	// Catalog holds the steps' tables.
 	Catalog *catalog.Catalog
 	// Logger receives the engine's and the runner's structured logs
 	// (default slog.Default()).

@@ -54,6 +54,7 @@ const DefaultJitter = 0.1
 // last run failed or was blocked is not run but recorded as blocked (it is
 // retried at its next time). Independent steps run concurrently.
 type Scheduler struct {
+	// Pipeline gives the dependencies between steps. Required.
 	Pipeline *Pipeline
 	// Steps are the steps to run (nil = every step of Pipeline).
 	Steps []*Step

@@ -34,17 +34,18 @@ type InputStatus struct {
 
 // OutputStatus is the state of one output of one transform.
 type OutputStatus struct {
-	Transform string
-	Type      string
+	Transform string // the step's name
+	Type      string // the step's type
 	Output    string // the output table
-	Exists    bool
+	Exists    bool   // whether the output table exists
 	// SnapshotID, BuiltAt and BuiltBy describe the output's current
 	// snapshot (the last build that changed its rows): its id, commit time
 	// and the floe.transform.name of its summary. Zero when none.
 	SnapshotID int64
 	BuiltAt    time.Time
 	BuiltBy    string
-	Inputs     []InputStatus
+	// Inputs are the step's inputs, in declaration order.
+	Inputs []InputStatus
 	// Behind is the sum of the inputs' Behind; nil when one is unknown.
 	Behind *int64
 	// Note says what the next build will do when it is not incremental,
