@@ -1,6 +1,3 @@
-// Package pipeline runs transforms declared in YAML files on a schedule,
-// in dependency order, and provides the built-in transforms those files
-// (and floe sync) use.
 package pipeline
 
 import (
