@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -122,10 +123,18 @@ func Parse(path string, data []byte) (*File, error) {
 	p := &parser{file: path, bad: map[string]bool{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidPipeline, path, strings.TrimPrefix(err.Error(), "yaml: "))
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		line := 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		p.add(p.errorf(line, "", "", "not valid YAML: %s", msg))
+		return nil, p.err()
 	}
 	if len(doc.Content) == 0 {
-		return nil, fmt.Errorf("%w: %s: the file is empty; it needs a transforms: list", ErrInvalidPipeline, path)
+		p.add(p.errorf(0, "", "", "the file is empty; it needs a transforms: list"))
+		return nil, p.err()
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -395,6 +404,8 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
 
