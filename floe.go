@@ -28,8 +28,25 @@
 package floe
 
 import (
+	"github.com/floedata/floe/cli"
 	"github.com/floedata/floe/transform"
 )
+
+// Main gives a program built with this API floe's command line for its
+// transforms and returns the exit status for os.Exit: 0, 1 when a
+// transform failed, 2 for a usage error. The commands are
+//
+//	build [NAME...] [--full]                 build once, in dependency order
+//	run [--once | --every D] [NAME...]       build once, or on a schedule until SIGTERM
+//	status [NAME...]                         last build, watermarks, lag, last error
+//
+// with floe's global flags (--warehouse, --catalog, --config, --format,
+// --quiet). A transform whose input is another's output runs after it.
+// Runs are recorded in .<program>.floe-status.json in the working
+// directory for status. Call it once, from main.
+func Main(transforms ...*Transform) int {
+	return cli.TransformsMain(transforms)
+}
 
 // Transform is a named computation from input tables to output tables.
 type Transform = transform.Transform

@@ -87,6 +87,12 @@ func (a *app) reportBuild(res *transform.Result) error {
 	if f == rowfile.OutputJSON || f == rowfile.OutputJSONL {
 		return json.NewEncoder(a.stdout).Encode(res)
 	}
+	fmt.Fprintln(a.stdout, describeBuild(res))
+	return nil
+}
+
+// describeBuild says in one line what a build did.
+func describeBuild(res *transform.Result) string {
 	var b strings.Builder
 	switch {
 	case res.Skipped:
@@ -105,6 +111,5 @@ func (a *app) reportBuild(res *transform.Result) error {
 		}
 	}
 	fmt.Fprintf(&b, " (%s)", res.Duration.Round(1e6))
-	fmt.Fprintln(a.stdout, b.String())
-	return nil
+	return b.String()
 }

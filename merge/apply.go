@@ -80,6 +80,10 @@ type Options struct {
 	SnapshotProperties iceberg.Properties
 	// CommitEmpty commits CommitProperties even when there is no change.
 	CommitEmpty bool
+	// ReplaceTarget (Merge only) runs the statement as if the target were
+	// empty and replaces its rows with the result, in one commit: a full
+	// rebuild through the same statement.
+	ReplaceTarget bool
 }
 
 // Option sets an Option field.
@@ -127,6 +131,10 @@ func WithSnapshotProperties(p map[string]string) Option {
 		}
 	}
 }
+
+// WithReplaceTarget makes Merge treat the target as empty and replace its
+// rows with the statement's result.
+func WithReplaceTarget() Option { return func(o *Options) { o.ReplaceTarget = true } }
 
 // WithCommitEmpty commits the commit properties even without changes.
 func WithCommitEmpty() Option { return func(o *Options) { o.CommitEmpty = true } }

@@ -274,7 +274,7 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 	// and filter), to key the per-file join results like write.Reuse keys
 	// the per-file work.
 	var tasks []scan.Task
-	if base != nil {
+	if base != nil && !o.ReplaceTarget {
 		if tasks, err = scan.Plan(ctx, tbl, base, filter); err != nil {
 			return nil, counts{}, err
 		}
@@ -286,10 +286,16 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 	for i, c := range p.matchCols {
 		matchCols[i] = target.Field(c).Name
 	}
-	res, err := write.Prepare(ctx, write.Request{
+	req := write.Request{
 		Table: tbl, Branch: o.Branch, Mode: mode, Reuse: reuse, Filter: filter,
 		Visitor: &write.Visitor{MatchColumns: matchCols, Match: a.match, Rewrite: a.rewrite},
-	})
+	}
+	if o.ReplaceTarget {
+		// The target counts as empty: no row matches, every source row is
+		// NOT MATCHED, and the existing files go.
+		req = write.Request{Table: tbl, Branch: o.Branch, RemoveAll: true}
+	}
+	res, err := write.Prepare(ctx, req)
 	if err != nil {
 		return nil, counts{}, err
 	}

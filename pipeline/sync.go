@@ -1,11 +1,9 @@
-// Package pipeline runs transforms declared in YAML files on a schedule,
-// in dependency order, and provides the built-in transforms those files
-// (and floe sync) use.
 package pipeline
 
 import (
 	"fmt"
 	"hash/crc32"
+	"strconv"
 	"strings"
 
 	"github.com/floedata/floe/transform"
@@ -21,15 +19,20 @@ type SyncSpec struct {
 	Filter  string   // SQL predicate; rows that stop matching are deleted
 	Columns []string // projection (must include the keys); nil = all
 	Branch  string   // source branch ("" = main)
+	// PartitionBy is the partition spec floe creates the destination with.
+	PartitionBy string
 	// Properties for the destination table when floe creates it.
 	Properties map[string]string
+	// SemanticVersion, when bumped, rebuilds the destination in full.
+	SemanticVersion int
 }
 
 // Sync returns the transform for spec. Its first build copies the
 // filtered, projected source; later builds apply the source's changelog
 // per key, deleting rows that leave the filter (or whose filter columns
 // become NULL). Its semantic version follows the keys, filter and
-// columns, so changing them rebuilds the destination.
+// columns (and SemanticVersion), so changing them rebuilds the
+// destination.
 func Sync(spec SyncSpec) (*transform.Transform, error) {
 	if len(spec.Keys) == 0 {
 		return nil, fmt.Errorf("sync %s -> %s: --key is required", spec.Src, spec.Dst)
@@ -49,7 +52,7 @@ func Sync(spec SyncSpec) (*transform.Transform, error) {
 	if name == "" {
 		name = fmt.Sprintf("sync %s -> %s", spec.Src, spec.Dst)
 	}
-	version := int(crc32.ChecksumIEEE([]byte(strings.Join(spec.Keys, ",")+"|"+spec.Filter+"|"+strings.Join(spec.Columns, ","))) & 0x7fffffff)
+	version := optionsVersion(spec.SemanticVersion, strings.Join(spec.Keys, ","), spec.Filter, strings.Join(spec.Columns, ","))
 	compute := func(ctx *transform.Context) error {
 		src := ctx.Input("source")
 		if spec.Filter != "" {
@@ -77,7 +80,19 @@ func Sync(spec SyncSpec) (*transform.Transform, error) {
 	}
 	return transform.New(name, compute,
 		transform.WithInputOnBranch("source", spec.Src, spec.Branch),
-		transform.WithOutput("destination", spec.Dst, transform.Identifier(spec.Keys...), transform.TableProperties(spec.Properties)),
+		transform.WithOutput("destination", spec.Dst, transform.Identifier(spec.Keys...),
+			transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)),
 		transform.WithReadMode(transform.Changelog),
 		transform.WithSemanticVersion(version)), nil
+}
+
+// optionsVersion derives a transform's semantic version from the options
+// that change its output, so that changing them rebuilds the output. A
+// user's bump (semantic, when not 0) changes it too.
+func optionsVersion(semantic int, options ...string) int {
+	s := strings.Join(options, "|")
+	if semantic != 0 {
+		s += "|v" + strconv.Itoa(semantic)
+	}
+	return int(crc32.ChecksumIEEE([]byte(s)) & 0x7fffffff)
 }

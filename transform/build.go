@@ -116,7 +116,9 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 			if reason == "" {
 				reason = fmt.Sprintf("output %s does not exist", spec.Table)
 			}
-			o.expect = map[string]string{}
+			// NB: the watermark keys must still be absent when this build
+			// commits: another build that created the output first wins.
+			o.expect = state.Expect(nil, b.next.Keys())
 			continue
 		}
 		o.tbl = tbl

@@ -27,7 +27,7 @@ import (
 var ErrAlreadyWritten = errors.New("output already written in this build")
 
 // Output is an output table as one build writes it. Each of Write,
-// Replace, ApplyChangelog, Merge and Transaction may be used once per
+// Replace, ApplyChangelog, Commit and Transaction may be used once per
 // build; the commit carries the build's watermarks.
 type Output struct {
 	spec    OutputSpec

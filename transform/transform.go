@@ -45,7 +45,7 @@ func ParseReadMode(s string) (ReadMode, error) {
 }
 
 // ComputeFunc computes a transform's outputs. It must write each output at
-// most once (Write, Replace, ApplyChangelog, Merge or a native transaction);
+// most once (Write, Replace, ApplyChangelog, Commit or a native transaction);
 // outputs it does not write keep their rows and get their watermarks
 // advanced.
 type ComputeFunc func(ctx *Context) error

@@ -57,14 +57,49 @@ var (
 //	file NAME          writes the input to NAME in the work folder
 //	floe ARGS...       runs floe with ARGS in the work folder (warehouse ./wh)
 //	                   and prints the exit status, stdout and stderr;
-//	                   snapshot ids print as <ID>, temporary paths as <TMP>
+//	                   snapshot ids print as <ID>, temporary paths as <TMP>,
+//	                   log lines without their time=; with the notime
+//	                   argument, ISO-8601 UTC times print as <TIME>
+//	start NAME         starts floe with the input's ARGS in the background
+//	wait NAME          waits until its stderr contains the input (times out
+//	                   after a minute)
+//	stop NAME signal=TERM|INT [keep=(A,B)]
+//	                   sends the signal, waits for the exit and prints it
+//	                   like floe, logs without their time=, only the stderr
+//	                   lines containing one of the keep texts
 //
 // $SHARED in arguments is the shared testdata folder.
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		work := t.TempDir()
+		bg := map[string]*background{}
+		defer func() {
+			for _, b := range bg {
+				b.kill()
+			}
+		}()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
+			case "start":
+				args, err := splitArgs(d.Input)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bg[d.CmdArgs[0].Key] = startFloe(t, work, args)
+				return ""
+			case "wait":
+				bg[d.CmdArgs[0].Key].waitFor(t, strings.TrimSpace(d.Input))
+				return ""
+			case "stop":
+				var sig string
+				d.ScanArgs(t, "signal", &sig)
+				var keep []string
+				if d.HasArg("keep") {
+					d.ScanArgs(t, "keep", &keep)
+				}
+				b := bg[d.CmdArgs[0].Key]
+				delete(bg, d.CmdArgs[0].Key)
+				return b.stop(t, work, sig, keep)
 			case "file":
 				name := d.CmdArgs[0].Key
 				if err := os.WriteFile(filepath.Join(work, name), []byte(d.Input), 0o644); err != nil {
@@ -88,6 +123,8 @@ func TestScripts(t *testing.T) {
 				out := runFloe(t, work, args)
 				if d.HasArg("mask-times") {
 					out = epochMs.ReplaceAllString(out, "<MS>")
+				}
+				if d.HasArg("mask-times") || d.HasArg("notime") {
 					out = isoTime.ReplaceAllString(out, "<TIME>")
 				}
 				if d.HasArg("sorted") {
@@ -128,6 +165,8 @@ func runFloe(t *testing.T, work string, args []string) string {
 		s = versionRe.ReplaceAllString(s, "semantic version changed from <N> to <N>")
 		var lines []string
 		for _, l := range strings.Split(s, "\n") {
+			l = logTime.ReplaceAllString(l, "")
+			l = durationAttr.ReplaceAllString(l, "duration=<DUR>")
 			lines = append(lines, durRe.ReplaceAllString(l, "(<DUR>)"))
 		}
 		s = strings.Join(lines, "\n")
