@@ -459,7 +459,6 @@ func (a *app) printStatus(st []pipeline.OutputStatus) error {
 	return a.printColumns(cols)
 }
 
-
 // TransformsMain runs a program built with floe's Go API (floe.Main) on
 // os.Args and returns its exit status: 0, 1 for a failure, 2 for a usage
 // error. The program gets the commands build [NAME...] [--full], run
