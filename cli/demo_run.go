@@ -146,6 +146,10 @@ func runDemo(ctx context.Context, a *app, dir string, keep bool) error {
 		d.say("shop.%-11s incremental build %8s, full rebuild %8s (%.1fx)", s.name, incr[s.name].Round(time.Millisecond),
 			res.Duration.Round(time.Millisecond), float64(res.Duration)/float64(max(incr[s.name], 1)))
 	}
+	d.step("8. Delta Lake to Iceberg: a Delta table's Change Data Feed kept in sync with lake.events")
+	if err := d.demoDelta(dir); err != nil {
+		return err
+	}
 	d.say("\nok: every check passed")
 	if keep {
 		d.say("\nThe warehouse stays in %s; try:\n  floe --warehouse %s table snapshots shop.active_orders\n  floe --warehouse %s changelog shop.orders_mor --per-key latest --limit 10", dir, dir, dir)
