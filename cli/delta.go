@@ -42,6 +42,8 @@ equal to a Delta table by applying that feed by key.
 PATH is a local folder, a file:// URI, or an object store URI (s3://, gs://, abfs://)
 read through iceberg-go's file IO; --source-property k=v passes its settings
 (s3.region, s3.access-key-id, gcs.project-id, adls.account-name, ...).`,
+		Example: `  floe delta changes ./events --start-version 3
+  floe delta sync ./events lake.events --equality-columns id`,
 	}
 	c.AddCommand(deltaChangesCommand(a), deltaSyncCommand(a))
 	return c

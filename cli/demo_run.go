@@ -146,6 +146,7 @@ func runDemo(ctx context.Context, a *app, dir string, keep bool) error {
 		d.say("shop.%-11s incremental build %8s, full rebuild %8s (%.1fx)", s.name, incr[s.name].Round(time.Millisecond),
 			res.Duration.Round(time.Millisecond), float64(res.Duration)/float64(max(incr[s.name], 1)))
 	}
+	d.say("(at %d rows fixed costs dominate: an incremental build reads only the files its changes touched, which for a\n copy-on-write source means each rewrite's old and new files; a full rebuild reads every file. docs/benchmarks.md has figures at scale)", demoRowsN)
 	d.step("8. Delta Lake to Iceberg: a Delta table's Change Data Feed kept in sync with lake.events")
 	if err := d.demoDelta(dir); err != nil {
 		return err
