@@ -10,6 +10,7 @@ package changelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -283,7 +284,7 @@ func (c *Changelog) Rows(ctx context.Context) iter.Seq2[arrow.RecordBatch, error
 			}
 			return yield(out, nil)
 		}
-		if err := c.run(ctx, emit); err != nil {
+		if err := c.run(ctx, emit); err != nil && !errors.Is(err, errStopped) {
 			yield(nil, err)
 		}
 	}

@@ -117,8 +117,11 @@ type kinds struct{ inserts, deletes bool }
 // rows of added data files minus the deletes that apply to them in s,
 // rows of removed data files that were live before s, and rows of other
 // files whose delete files s changed (deleted by a new position delete,
-// deletion vector or equality delete; or revived by a removed one).
-func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, emit func(arrow.RecordBatch) error) (kinds, error) {
+// deletion vector or equality delete; or revived by a removed one). Once
+// the snapshot's files are known, and before any row is read, sink is
+// told which change types the snapshot may produce and returns the
+// function that takes each batch of changes.
+func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, sink func(kinds) func(arrow.RecordBatch) error) (kinds, error) {
 	meta := src.c.tbl.Metadata()
 	files, err := filesOf(ctx, src.fs, s)
 	if err != nil {
@@ -146,6 +149,7 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		inserts: len(files.addedData) > 0 || len(files.removedDeletes) > 0,
 		deletes: len(files.removedData) > 0 || len(files.addedDeletes) > 0,
 	}
+	emit := sink(k)
 	r := src.c.reader
 	mk := func(rec arrow.RecordBatch, kind string) error {
 		out, err := withMeta(src.c.full, rec, kind, ordinal, s.SnapshotID)
