@@ -99,7 +99,7 @@ type Task struct {
 }
 
 // Plan lists the data files of snap that may hold rows matching filter,
-// with their delete files.
+// with their delete files: one task per data file, however large.
 func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter iceberg.BooleanExpression) ([]Task, error) {
 	if snap == nil {
 		return nil, nil
@@ -112,8 +112,18 @@ func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter ic
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", FormatIdent(tbl.Identifier()), snap.SnapshotID, err)
 	}
-	out := make([]Task, len(fts))
-	for i, t := range fts {
+	out := make([]Task, 0, len(fts))
+	seen := make(map[string]bool, len(fts))
+	for _, t := range fts {
+		// NB: iceberg-go splits a Parquet file larger than
+		// read.split.target-size (128 MiB by default) into one task per
+		// byte range, each with the same delete files. floe reads whole
+		// files, so a file is one task; a task per range would read every
+		// row once per range.
+		if seen[t.File.FilePath()] {
+			continue
+		}
+		seen[t.File.FilePath()] = true
 		d := Deletes{Pos: t.DeleteFiles, Eq: t.EqualityDeleteFiles}
 		if len(t.DeletionVectorFiles) > 1 {
 			return nil, fmt.Errorf("%w: data file %s has %d deletion vectors; the spec allows one", ErrInvalidDeleteFile, t.File.FilePath(), len(t.DeletionVectorFiles))
@@ -121,7 +131,7 @@ func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter ic
 		if len(t.DeletionVectorFiles) == 1 {
 			d.DV = t.DeletionVectorFiles[0]
 		}
-		out[i] = Task{File: t.File, Deletes: d}
+		out = append(out, Task{File: t.File, Deletes: d})
 	}
 	return out, nil
 }
