@@ -1,0 +1,291 @@
+package changelog
+
+import (
+	"bytes"
+	"context"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/zeebo/xxh3"
+
+	"github.com/floedata/floe/rows"
+)
+
+// pairer cancels carry-overs while a snapshot's raw changes are read: the
+// rows of the files it removed (deletes) and of the files it added
+// (inserts) are read side by side, and a row that meets an identical row
+// of the other side among the rows read so far is cancelled with it
+// before it is ever grouped. Rows that find no partner within a window of
+// recent rows go on, unchanged, to the exact grouping path.
+//
+// Cancelling identical DELETE/INSERT pairs early does not change the
+// changelog: carry-over removal is a multiset difference per distinct row,
+// and taking one identical pair away keeps every difference; the rows
+// that survive are indistinguishable from those that would have (same
+// values, change type, ordinal and snapshot). It pays off for
+// copy-on-write rewrites, whose new files hold the old files' surviving
+// rows in the same order, so that almost every row finds its partner a
+// few rows away and millions of carry-overs never reach the partitioner.
+//
+// The window holds whole batches: a batch stays while any of its rows is
+// unmatched, and when the retained batches pass the budget the oldest is
+// evicted, its unmatched rows handed to emit. Rows are matched by a 64-bit
+// hash of their encoded values and then compared byte for byte, so a hash
+// collision costs a comparison, never a wrong cancellation.
+type pairer struct {
+	ctx    context.Context
+	cols   []int
+	budget int64
+	emit   func(arrow.RecordBatch) error // takes the batch
+	sides  [2]pairSide                   // 0: deletes, 1: inserts
+	held   int64                         // bytes of the retained batches
+	seq    int64
+	hash   func([]byte) uint64
+	buf    []byte
+	tmp    []byte
+}
+
+type pairSide struct {
+	// index lists the unmatched rows by hash: head maps a hash to its
+	// first node, nodes chain the rest. Freed nodes are reused, so the
+	// index allocates nothing per row once it has grown.
+	head  map[uint64]int32
+	nodes []pairNode
+	free  int32        // first free node, or -1
+	queue []*pairBatch // retained batches, oldest first
+	rows  int64        // rows read so far
+}
+
+type pairNode struct {
+	ref  pairRef
+	next int32 // next node with the same hash, or -1
+}
+
+// push adds an unmatched row to the index.
+func (s *pairSide) push(h uint64, ref pairRef) {
+	next := int32(-1)
+	if n, ok := s.head[h]; ok {
+		next = n
+	}
+	n := s.free
+	if n >= 0 {
+		s.free = s.nodes[n].next
+		s.nodes[n] = pairNode{ref, next}
+	} else {
+		n = int32(len(s.nodes))
+		s.nodes = append(s.nodes, pairNode{ref, next})
+	}
+	s.head[h] = n
+}
+
+// unlink removes node n, whose predecessor in its hash chain is prev (-1
+// for the head), from the index.
+func (s *pairSide) unlink(h uint64, prev, n int32) {
+	next := s.nodes[n].next
+	switch {
+	case prev >= 0:
+		s.nodes[prev].next = next
+	case next >= 0:
+		s.head[h] = next
+	default:
+		delete(s.head, h)
+	}
+	s.nodes[n] = pairNode{next: s.free}
+	s.free = n
+}
+
+type pairBatch struct {
+	rec    arrow.RecordBatch
+	seq    int64
+	hashes []uint64
+	alive  []bool // unmatched so far
+	nAlive int
+	size   int64
+}
+
+type pairRef struct {
+	b *pairBatch
+	i int32
+}
+
+func newPairer(ctx context.Context, cols []int, budget int64, emit func(arrow.RecordBatch) error) *pairer {
+	p := &pairer{ctx: ctx, cols: cols, budget: budget, emit: emit, hash: xxh3.Hash}
+	for s := range p.sides {
+		p.sides[s].head = map[uint64]int32{}
+		p.sides[s].free = -1
+	}
+	return p
+}
+
+// run reads dels and ins, pulling from whichever side has read fewer rows
+// so that both advance together, and hands every row that is not
+// cancelled to emit.
+func (p *pairer) run(dels, ins iter.Seq2[arrow.RecordBatch, error]) error {
+	next := [2]func() (arrow.RecordBatch, error, bool){}
+	var stop [2]func()
+	next[0], stop[0] = iter.Pull2(dels)
+	defer stop[0]()
+	next[1], stop[1] = iter.Pull2(ins)
+	defer stop[1]()
+	done := [2]bool{}
+	for !done[0] || !done[1] {
+		s := 1
+		if !done[0] && (done[1] || p.sides[0].rows <= p.sides[1].rows) {
+			s = 0
+		}
+		rec, err, ok := next[s]()
+		if !ok {
+			done[s] = true
+			continue
+		}
+		if err != nil {
+			p.release()
+			return err
+		}
+		if err := p.add(s, rec); err != nil {
+			p.release()
+			return err
+		}
+	}
+	return p.flush()
+}
+
+// add takes rec, a batch of side s.
+func (p *pairer) add(s int, rec arrow.RecordBatch) error {
+	n := int(rec.NumRows())
+	me, other := &p.sides[s], &p.sides[1-s]
+	me.rows += int64(n)
+	b := &pairBatch{rec: rec, hashes: make([]uint64, n), alive: make([]bool, n)}
+	for i := 0; i < n; i++ {
+		p.buf = rows.AppendKey(p.buf[:0], rec, p.cols, i)
+		h := p.hash(p.buf)
+		if p.cancel(other, h) {
+			continue
+		}
+		b.hashes[i] = h
+		b.alive[i] = true
+		b.nAlive++
+		me.push(h, pairRef{b, int32(i)})
+	}
+	if b.nAlive == 0 {
+		rec.Release()
+		return nil
+	}
+	p.seq++
+	b.seq = p.seq
+	b.size = rows.RecordSize(rec)
+	me.queue = append(me.queue, b)
+	p.held += b.size
+	for p.held > p.budget {
+		if err := p.evictOldest(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancel looks for an unmatched row of side other equal to the row whose
+// key is in p.buf, and when it finds one takes it out of the window.
+func (p *pairer) cancel(other *pairSide, h uint64) bool {
+	n, ok := other.head[h]
+	if !ok {
+		return false
+	}
+	for prev := int32(-1); n >= 0; prev, n = n, other.nodes[n].next {
+		ref := other.nodes[n].ref
+		p.tmp = rows.AppendKey(p.tmp[:0], ref.b.rec, p.cols, int(ref.i))
+		if !bytes.Equal(p.tmp, p.buf) {
+			continue
+		}
+		other.unlink(h, prev, n)
+		b := ref.b
+		b.alive[ref.i] = false
+		if b.nAlive--; b.nAlive == 0 {
+			// Every row of the batch found its partner: free it now; the
+			// queue skips it later.
+			b.rec.Release()
+			b.rec = nil
+			p.held -= b.size
+		}
+		return true
+	}
+	return false
+}
+
+// evictOldest hands the unmatched rows of the oldest retained batch (of
+// either side) to emit.
+func (p *pairer) evictOldest() error {
+	for {
+		s := -1
+		for i := range p.sides {
+			q := p.sides[i].queue
+			if len(q) > 0 && (s < 0 || q[0].seq < p.sides[s].queue[0].seq) {
+				s = i
+			}
+		}
+		if s < 0 {
+			return nil
+		}
+		side := &p.sides[s]
+		b := side.queue[0]
+		side.queue[0] = nil
+		side.queue = side.queue[1:]
+		if b.rec == nil {
+			continue // fully matched, already freed
+		}
+		return p.evict(side, b)
+	}
+}
+
+func (p *pairer) evict(side *pairSide, b *pairBatch) error {
+	for i, alive := range b.alive {
+		if !alive {
+			continue
+		}
+		h := b.hashes[i]
+		n, prev := side.head[h], int32(-1)
+		for n >= 0 && (side.nodes[n].ref.b != b || side.nodes[n].ref.i != int32(i)) {
+			prev, n = n, side.nodes[n].next
+		}
+		if n >= 0 {
+			side.unlink(h, prev, n)
+		}
+	}
+	rec := b.rec
+	b.rec = nil
+	p.held -= b.size
+	sel, err := rows.Select(p.ctx, rec, b.alive)
+	rec.Release()
+	if err != nil {
+		return err
+	}
+	return p.emit(sel)
+}
+
+// flush evicts every retained batch, oldest first.
+func (p *pairer) flush() error {
+	for len(p.sides[0].queue)+len(p.sides[1].queue) > 0 {
+		if err := p.evictOldest(); err != nil {
+			p.release()
+			return err
+		}
+	}
+	return nil
+}
+
+// release drops the retained batches after an error.
+func (p *pairer) release() {
+	for s := range p.sides {
+		for _, b := range p.sides[s].queue {
+			if b.rec != nil {
+				b.rec.Release()
+				b.rec = nil
+			}
+		}
+		p.sides[s].queue = nil
+		p.sides[s].head = map[uint64]int32{}
+		p.sides[s].nodes = nil
+		p.sides[s].free = -1
+	}
+	p.held = 0
+}
