@@ -1,12 +1,10 @@
 package changelog
 
 import (
-	"bytes"
 	"context"
 	"iter"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/zeebo/xxh3"
 
 	"github.com/floedata/floe/rows"
 )
@@ -30,8 +28,9 @@ import (
 // The window holds whole batches: a batch stays while any of its rows is
 // unmatched, and when the retained batches pass the budget the oldest is
 // evicted, its unmatched rows handed to emit. Rows are matched by a 64-bit
-// hash of their encoded values and then compared byte for byte, so a hash
-// collision costs a comparison, never a wrong cancellation.
+// hash of their values (rows.HashKeys) and then compared value by value
+// (rows.KeysEqual), so a hash collision costs a comparison, never a wrong
+// cancellation.
 type pairer struct {
 	ctx    context.Context
 	cols   []int
@@ -40,16 +39,14 @@ type pairer struct {
 	sides  [2]pairSide                   // 0: deletes, 1: inserts
 	held   int64                         // bytes of the retained batches
 	seq    int64
-	hash   func([]byte) uint64
-	buf    []byte
-	tmp    []byte
+	hash   func(rec arrow.RecordBatch, cols []int, out []uint64) []uint64 // rows.HashKeys; tests make it collide
 }
 
 type pairSide struct {
 	// index lists the unmatched rows by hash: head maps a hash to its
 	// first node, nodes chain the rest. Freed nodes are reused, so the
 	// index allocates nothing per row once it has grown.
-	head  map[uint64]int32
+	head  *hashIndex
 	nodes []pairNode
 	free  int32        // first free node, or -1
 	queue []*pairBatch // retained batches, oldest first
@@ -64,7 +61,7 @@ type pairNode struct {
 // push adds an unmatched row to the index.
 func (s *pairSide) push(h uint64, ref pairRef) {
 	next := int32(-1)
-	if n, ok := s.head[h]; ok {
+	if n, ok := s.head.get(h); ok {
 		next = n
 	}
 	n := s.free
@@ -75,7 +72,7 @@ func (s *pairSide) push(h uint64, ref pairRef) {
 		n = int32(len(s.nodes))
 		s.nodes = append(s.nodes, pairNode{ref, next})
 	}
-	s.head[h] = n
+	s.head.set(h, n)
 }
 
 // unlink removes node n, whose predecessor in its hash chain is prev (-1
@@ -86,9 +83,9 @@ func (s *pairSide) unlink(h uint64, prev, n int32) {
 	case prev >= 0:
 		s.nodes[prev].next = next
 	case next >= 0:
-		s.head[h] = next
+		s.head.set(h, next)
 	default:
-		delete(s.head, h)
+		s.head.del(h)
 	}
 	s.nodes[n] = pairNode{next: s.free}
 	s.free = n
@@ -109,9 +106,9 @@ type pairRef struct {
 }
 
 func newPairer(ctx context.Context, cols []int, budget int64, emit func(arrow.RecordBatch) error) *pairer {
-	p := &pairer{ctx: ctx, cols: cols, budget: budget, emit: emit, hash: xxh3.Hash}
+	p := &pairer{ctx: ctx, cols: cols, budget: budget, emit: emit, hash: rows.HashKeys}
 	for s := range p.sides {
-		p.sides[s].head = map[uint64]int32{}
+		p.sides[s].head = newHashIndex()
 		p.sides[s].free = -1
 	}
 	return p
@@ -155,14 +152,11 @@ func (p *pairer) add(s int, rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	me, other := &p.sides[s], &p.sides[1-s]
 	me.rows += int64(n)
-	b := &pairBatch{rec: rec, hashes: make([]uint64, n), alive: make([]bool, n)}
-	for i := 0; i < n; i++ {
-		p.buf = rows.AppendKey(p.buf[:0], rec, p.cols, i)
-		h := p.hash(p.buf)
-		if p.cancel(other, h) {
+	b := &pairBatch{rec: rec, hashes: p.hash(rec, p.cols, nil), alive: make([]bool, n)}
+	for i, h := range b.hashes {
+		if p.cancel(other, h, rec, i) {
 			continue
 		}
-		b.hashes[i] = h
 		b.alive[i] = true
 		b.nAlive++
 		me.push(h, pairRef{b, int32(i)})
@@ -181,20 +175,29 @@ func (p *pairer) add(s int, rec arrow.RecordBatch) error {
 			return err
 		}
 	}
+	// Drop fully matched batches from the front of the queues, so that a
+	// long rewrite does not keep a record per batch it has read.
+	for s := range p.sides {
+		q := p.sides[s].queue
+		for len(q) > 0 && q[0].rec == nil {
+			q[0] = nil
+			q = q[1:]
+		}
+		p.sides[s].queue = q
+	}
 	return nil
 }
 
-// cancel looks for an unmatched row of side other equal to the row whose
-// key is in p.buf, and when it finds one takes it out of the window.
-func (p *pairer) cancel(other *pairSide, h uint64) bool {
-	n, ok := other.head[h]
+// cancel looks for an unmatched row of side other equal to row i of rec,
+// whose hash is h, and when it finds one takes it out of the window.
+func (p *pairer) cancel(other *pairSide, h uint64, rec arrow.RecordBatch, i int) bool {
+	n, ok := other.head.get(h)
 	if !ok {
 		return false
 	}
 	for prev := int32(-1); n >= 0; prev, n = n, other.nodes[n].next {
 		ref := other.nodes[n].ref
-		p.tmp = rows.AppendKey(p.tmp[:0], ref.b.rec, p.cols, int(ref.i))
-		if !bytes.Equal(p.tmp, p.buf) {
+		if !rows.KeysEqual(rec, i, ref.b.rec, int(ref.i), p.cols) {
 			continue
 		}
 		other.unlink(h, prev, n)
@@ -202,9 +205,9 @@ func (p *pairer) cancel(other *pairSide, h uint64) bool {
 		b.alive[ref.i] = false
 		if b.nAlive--; b.nAlive == 0 {
 			// Every row of the batch found its partner: free it now; the
-			// queue skips it later.
+			// queue drops it when it reaches the front.
 			b.rec.Release()
-			b.rec = nil
+			b.rec, b.hashes, b.alive = nil, nil, nil
 			p.held -= b.size
 		}
 		return true
@@ -243,7 +246,11 @@ func (p *pairer) evict(side *pairSide, b *pairBatch) error {
 			continue
 		}
 		h := b.hashes[i]
-		n, prev := side.head[h], int32(-1)
+		n, ok := side.head.get(h)
+		if !ok {
+			continue
+		}
+		prev := int32(-1)
 		for n >= 0 && (side.nodes[n].ref.b != b || side.nodes[n].ref.i != int32(i)) {
 			prev, n = n, side.nodes[n].next
 		}
@@ -283,7 +290,7 @@ func (p *pairer) release() {
 			}
 		}
 		p.sides[s].queue = nil
-		p.sides[s].head = map[uint64]int32{}
+		p.sides[s].head = newHashIndex()
 		p.sides[s].nodes = nil
 		p.sides[s].free = -1
 	}

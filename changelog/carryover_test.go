@@ -93,7 +93,7 @@ func TestPairer(t *testing.T) {
 				return nil
 			})
 			if collide {
-				p.hash = func([]byte) uint64 { return 1 }
+				p.hash = func(rec arrow.RecordBatch, _ []int, _ []uint64) []uint64 { return make([]uint64, rec.NumRows()) }
 			}
 			if err := p.run(seqOf(dels), seqOf(ins)); err != nil {
 				t.Fatal(err)
@@ -115,8 +115,8 @@ func TestPairer(t *testing.T) {
 					t.Fatalf("row %q: %v left uncancelled without any eviction", key, o)
 				}
 			}
-			if p.held != 0 || len(p.sides[0].head)+len(p.sides[1].head) != 0 {
-				t.Fatalf("after the run: %d bytes held, %d+%d index entries", p.held, len(p.sides[0].head), len(p.sides[1].head))
+			if p.held != 0 || p.sides[0].head.len()+p.sides[1].head.len() != 0 {
+				t.Fatalf("after the run: %d bytes held, %d+%d index entries", p.held, p.sides[0].head.len(), p.sides[1].head.len())
 			}
 			for _, r := range got {
 				r.Release()
@@ -168,5 +168,75 @@ func TestPairerErrors(t *testing.T) {
 		if err := run(); !errors.Is(err, boom) {
 			t.Errorf("%s: err = %v, want boom", name, err)
 		}
+	}
+}
+
+// TestPairerAlignedRewrite models a copy-on-write rewrite: the inserts are
+// the deletes minus a few rows, in the same order but cut into batches
+// differently. Only the removed rows come out, and the window holds only
+// the batches with removed rows and the couple being matched, however
+// long the files are.
+func TestPairerAlignedRewrite(t *testing.T) {
+	const n = 5000
+	removed := map[int]bool{3: true, 1200: true, 1201: true, 4999: true}
+	batch := func(kind string, from, to int, skip map[int]bool) arrow.RecordBatch {
+		var data [][]any
+		for i := from; i < to; i++ {
+			if !skip[i] {
+				data = append(data, []any{int64(i), fmt.Sprintf("row %d", i), kind})
+			}
+		}
+		return arrowtest.Record(pairSchema, data)
+	}
+	var dels, ins []arrow.RecordBatch
+	for i := 0; i < n; i += 300 {
+		dels = append(dels, batch(Delete, i, min(i+300, n), nil))
+	}
+	for i := 0; i < n; i += 170 {
+		ins = append(ins, batch(Insert, i, min(i+170, n), removed))
+	}
+	defer func() {
+		for _, r := range append(dels, ins...) {
+			r.Release()
+		}
+	}()
+	var got []arrow.RecordBatch
+	p := newPairer(context.Background(), []int{0, 1}, 1<<30, func(rec arrow.RecordBatch) error {
+		got = append(got, rec)
+		return nil
+	})
+	longest := 0
+	watch := func(seq iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+		return func(yield func(arrow.RecordBatch, error) bool) {
+			for rec, err := range seq {
+				held := 0
+				for _, side := range p.sides {
+					for _, b := range side.queue {
+						if b.rec != nil {
+							held++
+						} else if b.hashes != nil || b.alive != nil {
+							t.Fatal("a fully matched batch keeps its hashes")
+						}
+					}
+				}
+				longest = max(longest, held)
+				if !yield(rec, err) {
+					return
+				}
+			}
+		}
+	}
+	if err := p.run(watch(seqOf(dels)), watch(seqOf(ins))); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"(1200,'row 1200','DELETE')", "(1201,'row 1201','DELETE')", "(3,'row 3','DELETE')", "(4999,'row 4999','DELETE')"}
+	if g := arrowtest.Strings(got...); fmt.Sprint(g) != fmt.Sprint(want) {
+		t.Errorf("emitted %v, want %v", g, want)
+	}
+	if longest > 5 {
+		t.Errorf("the window held %d batches on an aligned rewrite", longest)
+	}
+	for _, r := range got {
+		r.Release()
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/zeebo/xxh3"
 )
 
 // DefaultMemoryBudget is the memory a Partitioner holds before it spills.
@@ -39,11 +38,11 @@ type Partitioner struct {
 	bufs     []*bufio.Writer
 	writers  []*ipc.Writer
 	spilled  bool
-	buf      []byte
+	hashes   []uint64
 }
 
 // NewPartitioner returns a partitioner of rows of schema, keyed by the
-// canonical encoding of keyCols (see AppendKey). budget <= 0 means
+// values of keyCols with AppendKey's equality (hashed with HashKeys). budget <= 0 means
 // DefaultMemoryBudget; tmpDir "" means os.TempDir().
 func NewPartitioner(schema *arrow.Schema, keyCols []int, budget int64, tmpDir string) *Partitioner {
 	if budget <= 0 {
@@ -63,11 +62,11 @@ func (p *Partitioner) Add(ctx context.Context, rec arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
+	p.hashes = HashKeys(rec, p.keyCols, p.hashes)
 	partOf := make([]int32, n)
 	counts := make([]int, p.parts)
-	for i := 0; i < n; i++ {
-		p.buf = AppendKey(p.buf[:0], rec, p.keyCols, i)
-		part := int32(xxh3.Hash(p.buf) % uint64(p.parts))
+	for i, h := range p.hashes {
+		part := int32(h % uint64(p.parts))
 		partOf[i] = part
 		counts[part]++
 	}
