@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -52,6 +54,30 @@ func reportRate(b *testing.B, rowsPerOp int64) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(rowsPerOp)*float64(b.N)/s, "rows/s")
 	}
+}
+
+// cpuMeter adds up the CPU time (user and system, all threads) the
+// process spends in timed sections. On a shared machine it varies less
+// than wall time, since waiting for a core is not counted; garbage
+// collection and iceberg-go's reader goroutines are.
+type cpuMeter struct {
+	total, at time.Duration
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (m *cpuMeter) start() { m.at = cpuNow() }
+func (m *cpuMeter) stop()  { m.total += cpuNow() - m.at }
+
+// report reports CPU time per operation as cpu-ns/op.
+func (m *cpuMeter) report(b *testing.B) {
+	b.ReportMetric(float64(m.total.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // settle collects garbage left by set-up or by the previous variant, so
@@ -99,6 +125,7 @@ func BenchmarkAppend(b *testing.B) {
 		b.Run(l.name, func(b *testing.B) {
 			for _, v := range variants("floe", "iceberg-go") {
 				b.Run(v, func(b *testing.B) {
+					var cpu cpuMeter
 					for range b.N {
 						b.StopTimer()
 						n++
@@ -108,6 +135,7 @@ func BenchmarkAppend(b *testing.B) {
 						}
 						settle()
 						b.StartTimer()
+						cpu.start()
 						var tbl *table.Table
 						var err error
 						switch v {
@@ -124,6 +152,7 @@ func BenchmarkAppend(b *testing.B) {
 								rdr.Release()
 							}
 						}
+						cpu.stop()
 						b.StopTimer()
 						if err != nil {
 							b.Fatal(err)
@@ -133,6 +162,7 @@ func BenchmarkAppend(b *testing.B) {
 						b.StartTimer()
 					}
 					reportRate(b, benchRows)
+					cpu.report(b)
 				})
 			}
 		})
@@ -217,7 +247,9 @@ func BenchmarkScan(b *testing.B) {
 			for _, v := range variants("floe", "iceberg-go") {
 				b.Run(v, func(b *testing.B) {
 					settle()
+					var cpu cpuMeter
 					b.ResetTimer()
+					cpu.start()
 					for range b.N {
 						var got int64
 						var err error
@@ -234,7 +266,9 @@ func BenchmarkScan(b *testing.B) {
 							b.Fatalf("%s read %d rows, want %d", v, got, want)
 						}
 					}
+					cpu.stop()
 					reportRate(b, want)
+					cpu.report(b)
 				})
 			}
 		})
@@ -387,7 +421,9 @@ func BenchmarkChangelog(b *testing.B) {
 			for _, v := range variants("changelog", "plain") {
 				b.Run(v, func(b *testing.B) {
 					settle()
+					var cpu cpuMeter
 					b.ResetTimer()
+					cpu.start()
 					for range b.N {
 						switch v {
 						case "changelog":
@@ -408,7 +444,9 @@ func BenchmarkChangelog(b *testing.B) {
 							}
 						}
 					}
+					cpu.stop()
 					reportRate(b, input)
+					cpu.report(b)
 					if v == "changelog" {
 						b.ReportMetric(float64(wantChanges), "changes/op")
 					}

@@ -1,7 +1,8 @@
 // Command benchratio summarises rounds of `go test -bench` output as
 // Markdown: for each benchmark the median time per operation with its
-// spread (min-max over rounds) and median rates, and for each pair of
-// variants the per-round time ratio (median and spread) against a goal.
+// spread (min-max over rounds), its median CPU time and rates, and for
+// each pair of variants the per-round ratios of wall time and of CPU time
+// (median and spread), the wall-time ratio checked against a goal.
 //
 //	benchratio -pairs 'floe/iceberg-go:1.2,changelog/plain:2' round-1.txt round-2.txt ...
 //

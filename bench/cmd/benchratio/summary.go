@@ -111,11 +111,13 @@ func Summarize(xs []float64) Stats {
 	return Stats{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
 }
 
-// Ratio is a pair's per-round time ratios for one benchmark.
+// Ratio is a pair's per-round ratios for one benchmark: of wall time
+// (ns/op) and, where the benchmarks report it, of CPU time (cpu-ns/op).
 type Ratio struct {
 	Group string // benchmark name without the variant
 	Pair  Pair
-	Stats Stats
+	Stats Stats // wall time
+	CPU   Stats // CPU time; N = 0 when not reported
 }
 
 // Met reports whether the median ratio meets the goal.
@@ -138,16 +140,22 @@ func Ratios(rounds []Round, pairs []Pair) []Ratio {
 		}
 		slices.Sort(order)
 		for _, g := range order {
-			var xs []float64
+			var xs, cs []float64
 			for _, r := range rounds {
 				a, okA := r[g+"/"+p.Num]
 				b, okB := r[g+"/"+p.Den]
-				if okA && okB && b["ns/op"] > 0 {
+				if !okA || !okB {
+					continue
+				}
+				if b["ns/op"] > 0 {
 					xs = append(xs, a["ns/op"]/b["ns/op"])
+				}
+				if b["cpu-ns/op"] > 0 && a["cpu-ns/op"] > 0 {
+					cs = append(cs, a["cpu-ns/op"]/b["cpu-ns/op"])
 				}
 			}
 			if len(xs) > 0 {
-				out = append(out, Ratio{Group: g, Pair: p, Stats: Summarize(xs)})
+				out = append(out, Ratio{Group: g, Pair: p, Stats: Summarize(xs), CPU: Summarize(cs)})
 			}
 		}
 	}
@@ -167,7 +175,7 @@ func Report(w io.Writer, rounds []Round, pairs []Pair) error {
 				order = append(order, name)
 			}
 			for u := range m {
-				if u != "ns/op" && u != "B/op" && u != "allocs/op" {
+				if u != "ns/op" && u != "B/op" && u != "allocs/op" && u != "cpu-ns/op" {
 					units[u] = true
 				}
 			}
@@ -183,17 +191,17 @@ func Report(w io.Writer, rounds []Round, pairs []Pair) error {
 	}
 	slices.Sort(extra)
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "| benchmark | rounds | median time/op | spread (min-max) |")
+	fmt.Fprintf(b, "| benchmark | rounds | median time/op | spread (min-max) | median CPU/op |")
 	for _, u := range extra {
 		fmt.Fprintf(b, " median %s |", u)
 	}
-	fmt.Fprintf(b, " median B/op |\n|---|---|---|---|")
+	fmt.Fprintf(b, " median B/op |\n|---|---|---|---|---|")
 	for range extra {
 		b.WriteString("---|")
 	}
 	b.WriteString("---|\n")
 	for _, name := range order {
-		var ns, bop []float64
+		var ns, bop, cpu []float64
 		vals := map[string][]float64{}
 		for _, r := range rounds {
 			m, ok := r[name]
@@ -201,6 +209,9 @@ func Report(w io.Writer, rounds []Round, pairs []Pair) error {
 				continue
 			}
 			ns = append(ns, m["ns/op"])
+			if v, ok := m["cpu-ns/op"]; ok {
+				cpu = append(cpu, v)
+			}
 			if v, ok := m["B/op"]; ok {
 				bop = append(bop, v)
 			}
@@ -212,6 +223,11 @@ func Report(w io.Writer, rounds []Round, pairs []Pair) error {
 		}
 		s := Summarize(ns)
 		fmt.Fprintf(b, "| %s | %d | %s | %s-%s |", name, s.N, dur(s.Median), dur(s.Min), dur(s.Max))
+		if len(cpu) > 0 {
+			fmt.Fprintf(b, " %s |", dur(Summarize(cpu).Median))
+		} else {
+			b.WriteString(" |")
+		}
 		for _, u := range extra {
 			if len(vals[u]) == 0 {
 				b.WriteString(" |")
@@ -226,7 +242,7 @@ func Report(w io.Writer, rounds []Round, pairs []Pair) error {
 		}
 	}
 	if rs := Ratios(rounds, pairs); len(rs) > 0 {
-		b.WriteString("\n| comparison | rounds | median time ratio | spread (min-max) | rate ratio (1/median) | goal (time ratio) | met |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n| comparison | rounds | median time ratio | spread (min-max) | rate ratio (1/median) | median CPU-time ratio | CPU spread | goal (time ratio) | met |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rs {
 			goal, met := "-", "-"
 			if r.Pair.Goal > 0 {
@@ -236,8 +252,13 @@ func Report(w io.Writer, rounds []Round, pairs []Pair) error {
 					met = "yes"
 				}
 			}
-			fmt.Fprintf(b, "| %s: %s / %s | %d | %.2f | %.2f-%.2f | %.2f | %s | %s |\n",
-				r.Group, r.Pair.Num, r.Pair.Den, r.Stats.N, r.Stats.Median, r.Stats.Min, r.Stats.Max, 1/r.Stats.Median, goal, met)
+			cpu, cpuSpread := "-", "-"
+			if r.CPU.N > 0 {
+				cpu = fmt.Sprintf("%.2f", r.CPU.Median)
+				cpuSpread = fmt.Sprintf("%.2f-%.2f", r.CPU.Min, r.CPU.Max)
+			}
+			fmt.Fprintf(b, "| %s: %s / %s | %d | %.2f | %.2f-%.2f | %.2f | %s | %s | %s | %s |\n",
+				r.Group, r.Pair.Num, r.Pair.Den, r.Stats.N, r.Stats.Median, r.Stats.Min, r.Stats.Max, 1/r.Stats.Median, cpu, cpuSpread, goal, met)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -8,8 +8,8 @@ import (
 )
 
 const round1 = `goos: linux
-BenchmarkScan/dv/floe-2         	       3	 400000000 ns/op	   4950000 rows/s	 1000 B/op	 10 allocs/op
-BenchmarkScan/dv/iceberg-go-2   	       3	 500000000 ns/op	   3960000 rows/s
+BenchmarkScan/dv/floe-2         	       3	 400000000 ns/op	 300000000 cpu-ns/op	   4950000 rows/s	 1000 B/op	 10 allocs/op
+BenchmarkScan/dv/iceberg-go-2   	       3	 500000000 ns/op	 200000000 cpu-ns/op	   3960000 rows/s
 some log line BenchmarkScan/dv/floe
 BenchmarkChangelog/cow/changelog-2	1	2000000000 ns/op	5.000 changes/op	2000000 rows/s
 BenchmarkChangelog/cow/plain-2  	1	 800000000 ns/op	5000000 rows/s
@@ -86,6 +86,9 @@ func TestRatios(t *testing.T) {
 	}
 	// Per round: 0.8, 1.2, 1.0.
 	dv := rs[0]
+	if dv.CPU.N != 1 || dv.CPU.Median != 1.5 {
+		t.Errorf("dv CPU ratio: %+v, want 1.5 from round 1", dv.CPU)
+	}
 	if dv.Group != "BenchmarkScan/dv" || dv.Stats.N != 3 || math.Abs(dv.Stats.Median-1.0) > 1e-9 ||
 		math.Abs(dv.Stats.Min-0.8) > 1e-9 || math.Abs(dv.Stats.Max-1.2) > 1e-9 || !dv.Met() {
 		t.Errorf("dv ratio: %+v", dv)
@@ -100,9 +103,9 @@ func TestRatios(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| BenchmarkScan/dv/floe | 3 | 500 ms | 400 ms-600 ms |",
-		"| BenchmarkScan/dv: floe / iceberg-go | 3 | 1.00 | 0.80-1.20 | 1.00 | <= 1.20 | yes |",
-		"| BenchmarkChangelog/cow: changelog / plain | 1 | 2.50 | 2.50-2.50 | 0.40 | <= 2.00 | no |",
+		"| BenchmarkScan/dv/floe | 3 | 500 ms | 400 ms-600 ms | 300 ms | | 4.95M | 1 KiB |",
+		"| BenchmarkScan/dv: floe / iceberg-go | 3 | 1.00 | 0.80-1.20 | 1.00 | 1.50 | 1.50-1.50 | <= 1.20 | yes |",
+		"| BenchmarkChangelog/cow: changelog / plain | 1 | 2.50 | 2.50-2.50 | 0.40 | - | - | <= 2.00 | no |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
