@@ -341,7 +341,7 @@ var changelogCases = []changelogCase{
 		// One 2M-row file; a copy-on-write delete of 5 rows rewrites it,
 		// so the snapshot's raw changes are 2M deletes and 2M-5 inserts,
 		// all but 5 of them carry-overs.
-		start, tbl := appendOnce(b, e, "2", "copy-on-write")
+		start := appendOnce(b, e, "2", "copy-on-write")
 		out, err := e.Delete("t", func(id int64) bool { return slices.Contains(cowDeleted, id) })
 		if err != nil {
 			b.Fatal(err)
@@ -349,7 +349,6 @@ var changelogCases = []changelogCase{
 		if out.Mode.String() != "copy-on-write" || out.RowsRemoved != int64(len(cowDeleted)) {
 			b.Fatalf("delete: mode %s, %d rows removed; want copy-on-write, %d", out.Mode, out.RowsRemoved, len(cowDeleted))
 		}
-		_ = tbl
 		return &start, out.SnapshotID, map[string]int64{changelog.Delete: int64(len(cowDeleted))}
 	}},
 	{"mor-v2", morSetup("2")},
@@ -357,8 +356,8 @@ var changelogCases = []changelogCase{
 }
 
 // appendOnce creates table t with the given format version and delete
-// mode and appends the 2M generated rows in one snapshot.
-func appendOnce(b *testing.B, e *Env, formatVersion, deleteMode string) (int64, *table.Table) {
+// mode, appends the 2M generated rows in one snapshot and returns it.
+func appendOnce(b *testing.B, e *Env, formatVersion, deleteMode string) int64 {
 	b.Helper()
 	_, recs := wideData(b, e)
 	props := iceberg.Properties{"format-version": formatVersion, "write.delete.mode": deleteMode}
@@ -370,14 +369,14 @@ func appendOnce(b *testing.B, e *Env, formatVersion, deleteMode string) (int64, 
 		b.Fatal(err)
 	}
 	Release(recs)
-	return tbl.CurrentSnapshot().SnapshotID, tbl
+	return tbl.CurrentSnapshot().SnapshotID
 }
 
 // morSetup deletes 1% of a 2M-row file merge-on-read: position deletes on
 // v2, a deletion vector on v3.
 func morSetup(formatVersion string) func(b *testing.B, e *Env) (*int64, int64, map[string]int64) {
 	return func(b *testing.B, e *Env) (*int64, int64, map[string]int64) {
-		start, _ := appendOnce(b, e, formatVersion, "merge-on-read")
+		start := appendOnce(b, e, formatVersion, "merge-on-read")
 		out, err := e.Delete("t", everyHundredth)
 		if err != nil {
 			b.Fatal(err)
