@@ -25,9 +25,10 @@ import (
 // rows in the same order, so that almost every row finds its partner a
 // few rows away and millions of carry-overs never reach the partitioner.
 //
-// The window holds whole batches: a batch stays while any of its rows is
-// unmatched, and when the retained batches pass the budget the oldest is
-// evicted, its unmatched rows handed to emit. Rows are matched by a 64-bit
+// The sides are matched a chunk of rows at a time, alternately. The window
+// holds whole batches: a batch stays while any of its rows is unmatched,
+// and when the retained batches pass the budget the oldest is evicted, its
+// unmatched rows handed to emit. Rows are matched by a 64-bit
 // hash of their values (rows.HashKeys) and then compared value by value
 // (rows.KeysEqual), so a hash collision costs a comparison, never a wrong
 // cancellation.
@@ -46,11 +47,13 @@ type pairSide struct {
 	// index lists the unmatched rows by hash: head maps a hash to its
 	// first node, nodes chain the rest. Freed nodes are reused, so the
 	// index allocates nothing per row once it has grown.
-	head  *hashIndex
-	nodes []pairNode
-	free  int32        // first free node, or -1
-	queue []*pairBatch // retained batches, oldest first
-	rows  int64        // rows read so far
+	head   *hashIndex
+	nodes  []pairNode
+	free   int32        // first free node, or -1
+	queue  []*pairBatch // batches done with unmatched rows, oldest first
+	cur    *pairBatch   // the batch being matched, or nil
+	curRow int          // its next row to match
+	rows   int64        // rows matched so far
 }
 
 type pairNode struct {
@@ -95,9 +98,10 @@ type pairBatch struct {
 	rec    arrow.RecordBatch
 	seq    int64
 	hashes []uint64
-	alive  []bool // unmatched so far
+	alive  []bool // matched so far and unmatched
 	nAlive int
 	size   int64
+	done   bool // every row has been matched against the other side
 }
 
 type pairRef struct {
@@ -114,9 +118,14 @@ func newPairer(ctx context.Context, cols []int, budget int64, emit func(arrow.Re
 	return p
 }
 
-// run reads dels and ins, pulling from whichever side has read fewer rows
-// so that both advance together, and hands every row that is not
-// cancelled to emit.
+// pairChunk is how many rows of one side are matched before the other
+// side's turn: small, so that on an aligned rewrite the unmatched rows in
+// the index stay few (and the index in cache) however large the batches.
+const pairChunk = 1024
+
+// run reads dels and ins, matching pairChunk rows at a time of whichever
+// side has matched fewer rows so that both advance together, and hands
+// every row that is not cancelled to emit.
 func (p *pairer) run(dels, ins iter.Seq2[arrow.RecordBatch, error]) error {
 	next := [2]func() (arrow.RecordBatch, error, bool){}
 	var stop [2]func()
@@ -130,16 +139,26 @@ func (p *pairer) run(dels, ins iter.Seq2[arrow.RecordBatch, error]) error {
 		if !done[0] && (done[1] || p.sides[0].rows <= p.sides[1].rows) {
 			s = 0
 		}
-		rec, err, ok := next[s]()
-		if !ok {
-			done[s] = true
-			continue
+		side := &p.sides[s]
+		if side.cur == nil {
+			rec, err, ok := next[s]()
+			if !ok {
+				done[s] = true
+				continue
+			}
+			if err != nil {
+				p.release()
+				return err
+			}
+			if rec.NumRows() == 0 {
+				rec.Release()
+				continue
+			}
+			side.cur = &pairBatch{rec: rec, hashes: p.hash(rec, p.cols, nil), alive: make([]bool, rec.NumRows()), size: rows.RecordSize(rec)}
+			side.curRow = 0
+			p.held += side.cur.size
 		}
-		if err != nil {
-			p.release()
-			return err
-		}
-		if err := p.add(s, rec); err != nil {
+		if err := p.step(s); err != nil {
 			p.release()
 			return err
 		}
@@ -147,32 +166,44 @@ func (p *pairer) run(dels, ins iter.Seq2[arrow.RecordBatch, error]) error {
 	return p.flush()
 }
 
-// add takes rec, a batch of side s.
-func (p *pairer) add(s int, rec arrow.RecordBatch) error {
-	n := int(rec.NumRows())
+// step matches the next pairChunk rows of side s's current batch against
+// the unmatched rows of the other side, indexing those that find no
+// partner. A batch whose rows are all matched joins the queue.
+func (p *pairer) step(s int) error {
 	me, other := &p.sides[s], &p.sides[1-s]
-	me.rows += int64(n)
-	b := &pairBatch{rec: rec, hashes: p.hash(rec, p.cols, nil), alive: make([]bool, n)}
-	for i, h := range b.hashes {
-		if p.cancel(other, h, rec, i) {
+	b := me.cur
+	n := len(b.hashes)
+	end := min(me.curRow+pairChunk, n)
+	for i := me.curRow; i < end; i++ {
+		h := b.hashes[i]
+		if p.cancel(other, h, b.rec, i) {
 			continue
 		}
 		b.alive[i] = true
 		b.nAlive++
 		me.push(h, pairRef{b, int32(i)})
 	}
+	me.rows += int64(end - me.curRow)
+	me.curRow = end
+	if end < n {
+		return nil
+	}
+	me.cur = nil
+	b.done = true
 	if b.nAlive == 0 {
-		rec.Release()
+		p.free(b)
 		return nil
 	}
 	p.seq++
 	b.seq = p.seq
-	b.size = rows.RecordSize(rec)
 	me.queue = append(me.queue, b)
-	p.held += b.size
 	for p.held > p.budget {
-		if err := p.evictOldest(); err != nil {
+		evicted, err := p.evictOldest()
+		if err != nil {
 			return err
+		}
+		if !evicted {
+			break // only the batches being matched are left
 		}
 	}
 	// Drop fully matched batches from the front of the queues, so that a
@@ -186,6 +217,13 @@ func (p *pairer) add(s int, rec arrow.RecordBatch) error {
 		p.sides[s].queue = q
 	}
 	return nil
+}
+
+// free releases a batch all of whose rows found partners.
+func (p *pairer) free(b *pairBatch) {
+	b.rec.Release()
+	b.rec, b.hashes, b.alive = nil, nil, nil
+	p.held -= b.size
 }
 
 // cancel looks for an unmatched row of side other equal to row i of rec,
@@ -203,21 +241,20 @@ func (p *pairer) cancel(other *pairSide, h uint64, rec arrow.RecordBatch, i int)
 		other.unlink(h, prev, n)
 		b := ref.b
 		b.alive[ref.i] = false
-		if b.nAlive--; b.nAlive == 0 {
+		if b.nAlive--; b.nAlive == 0 && b.done {
 			// Every row of the batch found its partner: free it now; the
-			// queue drops it when it reaches the front.
-			b.rec.Release()
-			b.rec, b.hashes, b.alive = nil, nil, nil
-			p.held -= b.size
+			// queue drops it when it reaches the front. (A batch still
+			// being matched is freed when its last chunk is done.)
+			p.free(b)
 		}
 		return true
 	}
 	return false
 }
 
-// evictOldest hands the unmatched rows of the oldest retained batch (of
-// either side) to emit.
-func (p *pairer) evictOldest() error {
+// evictOldest hands the unmatched rows of the oldest queued batch (of
+// either side) to emit. It reports false when no batch is queued.
+func (p *pairer) evictOldest() (bool, error) {
 	for {
 		s := -1
 		for i := range p.sides {
@@ -227,7 +264,7 @@ func (p *pairer) evictOldest() error {
 			}
 		}
 		if s < 0 {
-			return nil
+			return false, nil
 		}
 		side := &p.sides[s]
 		b := side.queue[0]
@@ -236,7 +273,7 @@ func (p *pairer) evictOldest() error {
 		if b.rec == nil {
 			continue // fully matched, already freed
 		}
-		return p.evict(side, b)
+		return true, p.evict(side, b)
 	}
 }
 
@@ -271,25 +308,33 @@ func (p *pairer) evict(side *pairSide, b *pairBatch) error {
 
 // flush evicts every retained batch, oldest first.
 func (p *pairer) flush() error {
-	for len(p.sides[0].queue)+len(p.sides[1].queue) > 0 {
-		if err := p.evictOldest(); err != nil {
+	for {
+		evicted, err := p.evictOldest()
+		if err != nil {
 			p.release()
 			return err
 		}
+		if !evicted {
+			return nil
+		}
 	}
-	return nil
 }
 
 // release drops the retained batches after an error.
 func (p *pairer) release() {
 	for s := range p.sides {
-		for _, b := range p.sides[s].queue {
+		batches := p.sides[s].queue
+		if cur := p.sides[s].cur; cur != nil {
+			batches = append(batches, cur)
+		}
+		for _, b := range batches {
 			if b.rec != nil {
 				b.rec.Release()
 				b.rec = nil
 			}
 		}
 		p.sides[s].queue = nil
+		p.sides[s].cur = nil
 		p.sides[s].head = newHashIndex()
 		p.sides[s].nodes = nil
 		p.sides[s].free = -1
