@@ -15,10 +15,6 @@ import (
 // -GOMAXPROCS suffix) to its metrics by unit ("ns/op", "rows/s", ...).
 type Round map[string]map[string]float64
 
-// ErrFormat is wrapped by errors about lines that look like benchmark
-// results but cannot be read.
-var ErrFormat = errors.New("malformed benchmark line")
-
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
 // ParseRound reads `go test -bench` output. Lines that are not results
