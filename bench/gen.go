@@ -139,12 +139,3 @@ func Replay(recs []arrow.RecordBatch) func() iter.Seq2[arrow.RecordBatch, error]
 		}
 	}
 }
-
-// Rows counts the rows of recs.
-func Rows(recs []arrow.RecordBatch) int64 {
-	var n int64
-	for _, r := range recs {
-		n += r.NumRows()
-	}
-	return n
-}
