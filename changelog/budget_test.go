@@ -109,7 +109,7 @@ func idMod(m, r int64) *tableops.Predicate {
 	}}
 }
 
-// changes renders the changelog of the whole history as sorted rows
+// formattedChanges renders the changelog of the whole history as sorted rows
 // (data and metadata columns).
 func formattedChanges(t *testing.T, tbl *table.Table, o changelog.Options) []string {
 	t.Helper()
