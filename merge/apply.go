@@ -143,13 +143,18 @@ func WithCommitEmpty() Option { return func(o *Options) { o.CommitEmpty = true }
 type Result struct {
 	Upserts, Deletes int64 // actions applied (after collapsing)
 	Matched          int64 // keys found in the table (position and copy-on-write modes)
-	RowsAdded        int64
-	RowsRemoved      int64
-	Mode             string
-	SnapshotID       int64
-	Attempts         int
-	Committed        bool
-	Table            *table.Table
+	// FilesScanned is the number of data files whose key columns were
+	// read to find the changed rows (position and copy-on-write modes): the
+	// candidates left after pruning by partition values and column
+	// statistics. Equality mode leaves it 0.
+	FilesScanned int
+	RowsAdded    int64
+	RowsRemoved  int64
+	Mode         string
+	SnapshotID   int64
+	Attempts     int
+	Committed    bool
+	Table        *table.Table
 }
 
 // metadataColumns are changelog and CDF columns that may ride along with
@@ -299,6 +304,7 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	res.Matched = int64(len(matchedKeys))
 	if out.Result != nil {
 		res.RowsAdded, res.RowsRemoved = out.Result.RowsAdded, out.Result.RowsRemoved
+		res.FilesScanned = out.Result.FilesScanned
 	}
 	return res, nil
 }

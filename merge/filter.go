@@ -11,8 +11,14 @@ import (
 )
 
 // maxInList is the largest set of values a key filter lists; larger sets
-// become a range.
+// become ranges.
 const maxInList = 10000
+
+// maxRanges is the most ranges a long list of integer-like key values
+// becomes: the values are cut at their widest gaps, so that changes to a
+// few clusters of keys (a range of old keys and the new keys past the end
+// of the table, say) leave out the files between the clusters.
+const maxRanges = 64
 
 // keyFilter builds a conservative Iceberg filter matching the key values of
 // the given rows: per key column an IN list (or a min..max range when the
@@ -52,12 +58,14 @@ func keyFilter(sc *iceberg.Schema, recs []arrow.RecordBatch, keyCols []int, keyN
 				lits[i] = toLiteral(v)
 			}
 			e = iceberg.SetPredicate(iceberg.OpIn, ref, lits)
+		} else if rs, ok := gapRanges(vals, maxRanges); ok {
+			e = rangesExpr(ref, rs)
 		} else {
 			lo, hi, ok := bounds(vals)
 			if !ok {
 				continue
 			}
-			e = iceberg.NewAnd(iceberg.LiteralPredicate(iceberg.OpGTEQ, ref, toLiteral(lo)), iceberg.LiteralPredicate(iceberg.OpLTEQ, ref, toLiteral(hi)))
+			e = rangesExpr(ref, [][2]any{{lo, hi}})
 		}
 		out = iceberg.NewAnd(out, e)
 	}
@@ -114,6 +122,88 @@ func toLiteral(v any) iceberg.Literal {
 		return iceberg.NewLiteral(x)
 	}
 	panic("unreachable literal type")
+}
+
+// rangesExpr is ref in any of the closed ranges rs.
+func rangesExpr(ref iceberg.UnboundTerm, rs [][2]any) iceberg.BooleanExpression {
+	var out iceberg.BooleanExpression
+	for _, r := range rs {
+		var e iceberg.BooleanExpression
+		if r[0] == r[1] {
+			e = iceberg.LiteralPredicate(iceberg.OpEQ, ref, toLiteral(r[0]))
+		} else {
+			e = iceberg.NewAnd(iceberg.LiteralPredicate(iceberg.OpGTEQ, ref, toLiteral(r[0])), iceberg.LiteralPredicate(iceberg.OpLTEQ, ref, toLiteral(r[1])))
+		}
+		if out == nil {
+			out = e
+		} else {
+			out = iceberg.NewOr(out, e)
+		}
+	}
+	return out
+}
+
+// gapRanges covers distinct integer-like values (int32, int64, dates,
+// timestamps) with at most n closed ranges, cutting at the n-1 widest
+// gaps between consecutive values. It reports false for other types.
+func gapRanges(vals []any, n int) ([][2]any, bool) {
+	xs := make([]int64, len(vals))
+	for i, v := range vals {
+		x, ok := asInt(v)
+		if !ok {
+			return nil, false
+		}
+		xs[i] = x
+	}
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	// Gaps between consecutive values, widest first; a gap of 1 (adjacent
+	// values) is no gap.
+	cuts := make([]int, 0, len(xs))
+	for i := 1; i < len(xs); i++ {
+		if uint64(xs[i])-uint64(xs[i-1]) > 1 {
+			cuts = append(cuts, i)
+		}
+	}
+	gap := func(i int) uint64 { return uint64(xs[i]) - uint64(xs[i-1]) }
+	slices.SortStableFunc(cuts, func(a, b int) int { return cmp.Compare(gap(b), gap(a)) })
+	cuts = cuts[:min(len(cuts), n-1)]
+	slices.Sort(cuts)
+	out := make([][2]any, 0, len(cuts)+1)
+	start := 0
+	for _, c := range append(cuts, len(xs)) {
+		out = append(out, [2]any{fromInt(vals[0], xs[start]), fromInt(vals[0], xs[c-1])})
+		start = c
+	}
+	return out, true
+}
+
+// asInt returns an integer-like value as an int64.
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case iceberg.Date:
+		return int64(x), true
+	case iceberg.Timestamp:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// fromInt converts x back to the type of like.
+func fromInt(like any, x int64) any {
+	switch like.(type) {
+	case int32:
+		return int32(x)
+	case iceberg.Date:
+		return iceberg.Date(x)
+	case iceberg.Timestamp:
+		return iceberg.Timestamp(x)
+	}
+	return x
 }
 
 // bounds returns the least and greatest of values of one ordered type.
