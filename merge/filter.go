@@ -11,8 +11,12 @@ import (
 )
 
 // maxInList is the largest set of values a key filter lists; larger sets
-// become ranges.
+// become ranges only.
 const maxInList = 10000
+
+// statsInLimit is the largest IN list iceberg-go checks against column
+// statistics (its inPredicateLimit); longer lists get ranges too.
+const statsInLimit = 200
 
 // maxRanges is the most ranges a long list of integer-like key values
 // becomes: the values are cut at their widest gaps, so that changes to a
@@ -21,9 +25,11 @@ const maxInList = 10000
 const maxRanges = 64
 
 // keyFilter builds a conservative Iceberg filter matching the key values of
-// the given rows: per key column an IN list (or a min..max range when the
-// list is long), ANDed. Columns whose type has no literal form are left
-// out (no pruning on them).
+// the given rows, ANDed over the key columns: per column an IN list (up to
+// maxInList values) and, past statsInLimit values, ranges (cut at the
+// widest gaps for integer-like types, one min..max range for other ordered
+// types). Columns whose type has no literal form are left out (no pruning
+// on them).
 func keyFilter(sc *iceberg.Schema, recs []arrow.RecordBatch, keyCols []int, keyNames []string, rowsOf iter.Seq2[int, int]) iceberg.BooleanExpression {
 	var out iceberg.BooleanExpression = iceberg.AlwaysTrue{}
 	for k, col := range keyCols {
@@ -58,14 +64,29 @@ func keyFilter(sc *iceberg.Schema, recs []arrow.RecordBatch, keyCols []int, keyN
 				lits[i] = toLiteral(v)
 			}
 			e = iceberg.SetPredicate(iceberg.OpIn, ref, lits)
-		} else if rs, ok := gapRanges(vals, maxRanges); ok {
-			e = rangesExpr(ref, rs)
-		} else {
-			lo, hi, ok := bounds(vals)
-			if !ok {
+		}
+		if len(vals) > statsInLimit {
+			// NB: iceberg-go (as Iceberg Java) does not check an IN list of
+			// more than 200 values against a file's column statistics: every
+			// file might match. Ranges prune by statistics; the IN list,
+			// when there is one, still prunes partitions (its projection on
+			// a bucket or identity partition is exact).
+			var r iceberg.BooleanExpression
+			if rs, ok := gapRanges(vals, maxRanges); ok {
+				r = rangesExpr(ref, rs)
+			} else if lo, hi, ok := bounds(vals); ok {
+				r = rangesExpr(ref, [][2]any{{lo, hi}})
+			}
+			switch {
+			case r == nil:
+			case e == nil:
+				e = r
+			default:
+				e = iceberg.NewAnd(e, r)
+			}
+			if e == nil {
 				continue
 			}
-			e = rangesExpr(ref, [][2]any{{lo, hi}})
 		}
 		out = iceberg.NewAnd(out, e)
 	}

@@ -78,9 +78,11 @@ func localPath(p string) string { return strings.TrimPrefix(p, "file://") }
 // table, that only that file is read: the other data files are moved away
 // while Apply runs (reading one fails), and Result.FilesScanned is 1. It
 // covers pruning by column statistics with a short key list (an IN
-// predicate), with a long one (more keys than an IN list takes, where the
-// changed keys and the inserted new keys are far apart), and by partition
-// values (bucket partitions, whose files all span the whole id range).
+// predicate of at most 200 values, which iceberg-go checks against
+// statistics), a longer one (an IN list too long for that) and a long one
+// (more keys than an IN list takes), where the changed keys and the
+// inserted new keys are far apart, and pruning by partition values (bucket
+// partitions, whose files all span the whole id range).
 func TestApplyReadsOnlyCandidateFiles(t *testing.T) {
 	modes := []struct {
 		name  string
@@ -99,7 +101,8 @@ func TestApplyReadsOnlyCandidateFiles(t *testing.T) {
 		nChanged  int   // existing keys changed: 2/3 updated, 1/3 deleted
 		nInserted int64 // new keys inserted (ids past the table's)
 	}{
-		{"in-list", "", 4, 1000, 150, 50},
+		{"short-list", "", 4, 1000, 150, 50},
+		{"in-list", "", 4, 2000, 600, 200},
 		{"ranges", "", 4, 20_000, 15_000, 3000},
 		{"bucket", "bucket(4, id)", 1, 4000, 300, 0},
 	}
