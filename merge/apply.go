@@ -425,80 +425,143 @@ func fieldNames(s *arrow.Schema) string {
 	return strings.Join(n, ", ")
 }
 
-var kindRank = map[string]int{UpdateBefore: 0, Delete: 1, UpdateAfter: 2, Insert: 3}
+// Change types ranked in the order ties of one sequence value apply:
+// UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT.
+const (
+	kindUpdateBefore int8 = iota
+	kindDelete
+	kindUpdateAfter
+	kindInsert
+)
+
+// kindNames are the change types by rank.
+var kindNames = [...]string{kindUpdateBefore: UpdateBefore, kindDelete: Delete, kindUpdateAfter: UpdateAfter, kindInsert: Insert}
+
+// parseKind returns the rank of a change type (case-insensitive), or -1.
+func parseKind(s string) int8 {
+	for r, k := range kindNames {
+		if s == k {
+			return int8(r)
+		}
+	}
+	for r, k := range kindNames {
+		if strings.EqualFold(s, k) {
+			return int8(r)
+		}
+	}
+	return -1
+}
 
 type event struct {
-	b, i int
-	kind string
 	seq  int64
-	ord  int // arrival order
+	b, i int32
+	ord  int32 // arrival order
+	next int32 // the next event of the same key, -1 at the end
+	kind int8  // rank in kindNames
+}
+
+// keyGroup is the events of one key, chained from head to tail.
+type keyGroup struct {
+	key        string
+	head, tail int32
 }
 
 // actions reduces the changes to one action per key.
-func (cs *changeSet) actions(o *Options) (map[string]*action, error) {
-	byKey := map[string][]event{}
-	var order []string
+func (cs *changeSet) actions(o *Options) (map[string]action, error) {
+	total := 0
+	for _, rec := range cs.recs {
+		total += int(rec.NumRows())
+	}
+	// NB: maps sized up front; growing a map of a million keys step by
+	// step costs more than filling it.
+	slot := make(map[string]int32, total)
+	groups := make([]keyGroup, 0, total)
+	events := make([]event, 0, total)
 	var buf []byte
 	n := 0
 	for b, rec := range cs.recs {
 		kinds := rec.Column(cs.typeCol).(*array.String)
+		var seqCol arrow.Array
+		if cs.seqCol >= 0 {
+			seqCol = rec.Column(cs.seqCol)
+		}
 		for i := 0; i < int(rec.NumRows()); i++ {
-			kind := strings.ToUpper(kinds.Value(i))
-			if _, ok := kindRank[kind]; !ok {
+			kind := parseKind(kinds.Value(i))
+			if kind < 0 {
 				return nil, fmt.Errorf("%w: row %d: %s %q is not INSERT, UPDATE_BEFORE, UPDATE_AFTER or DELETE", ErrBadChanges, n, o.ChangeTypeColumn, kinds.Value(i))
 			}
 			for _, k := range cs.keyCols {
 				if rec.Column(k).IsNull(i) {
-					return nil, fmt.Errorf("%w: row %d (%s): key column %s is NULL", ErrBadChanges, n, kind, rec.Schema().Field(k).Name)
+					return nil, fmt.Errorf("%w: row %d (%s): key column %s is NULL", ErrBadChanges, n, kindNames[kind], rec.Schema().Field(k).Name)
 				}
 			}
-			buf = rows.AppendKey(buf[:0], rec, cs.keyCols, i)
-			key := string(buf)
-			ev := event{b: b, i: i, kind: kind, ord: n}
-			if cs.seqCol >= 0 {
-				col := rec.Column(cs.seqCol)
-				if col.IsNull(i) {
+			ev := event{b: int32(b), i: int32(i), kind: kind, ord: int32(n), next: -1}
+			if seqCol != nil {
+				if seqCol.IsNull(i) {
 					return nil, fmt.Errorf("%w: row %d: sequence column %s is NULL", ErrBadChanges, n, o.SequenceColumn)
 				}
-				ev.seq = seqValue(col, i)
+				ev.seq = seqValue(seqCol, i)
 			}
-			if _, ok := byKey[key]; !ok {
-				order = append(order, key)
+			buf = rows.AppendKey(buf[:0], rec, cs.keyCols, i)
+			e := int32(len(events))
+			events = append(events, ev)
+			if g, ok := slot[string(buf)]; ok {
+				events[groups[g].tail].next = e
+				groups[g].tail = e
+			} else {
+				key := string(buf)
+				slot[key] = int32(len(groups))
+				groups = append(groups, keyGroup{key: key, head: e, tail: e})
 			}
-			byKey[key] = append(byKey[key], ev)
 			n++
 		}
 	}
-	acts := map[string]*action{}
-	for _, key := range order {
-		evs := byKey[key]
+	acts := make(map[string]action, len(groups))
+	var evs []event
+	for _, g := range groups {
+		if g.head == g.tail {
+			// One change for the key, the common case: as below, without
+			// the sorting and copying.
+			e := events[g.head]
+			switch {
+			case cs.seqCol >= 0:
+				acts[g.key] = action{upsert: e.kind >= kindUpdateAfter, b: int(e.b), i: int(e.i)}
+			case e.kind != kindUpdateBefore: // a lone before-image does nothing
+				acts[g.key] = action{upsert: e.kind != kindDelete, b: int(e.b), i: int(e.i)}
+			}
+			continue
+		}
+		evs = evs[:0]
+		for e := g.head; e >= 0; e = events[e].next {
+			evs = append(evs, events[e])
+		}
 		if cs.seqCol >= 0 {
 			sort.SliceStable(evs, func(a, b int) bool {
 				if evs[a].seq != evs[b].seq {
 					return evs[a].seq < evs[b].seq
 				}
-				return kindRank[evs[a].kind] < kindRank[evs[b].kind]
+				return evs[a].kind < evs[b].kind
 			})
 			last := evs[len(evs)-1]
-			acts[key] = &action{upsert: last.kind == Insert || last.kind == UpdateAfter, b: last.b, i: last.i}
+			acts[g.key] = action{upsert: last.kind >= kindUpdateAfter, b: int(last.b), i: int(last.i)}
 			continue
 		}
 		var main []event
 		for _, e := range evs {
-			if e.kind != UpdateBefore {
+			if e.kind != kindUpdateBefore {
 				main = append(main, e)
 			}
 		}
 		if len(main) > 1 {
 			rec := cs.recs[main[0].b]
 			return nil, fmt.Errorf("%w: %d changes for the key (%s) (rows %d and %d: %s and %s); apply takes at most one action per key: collapse them first (--sequence-column orders them)",
-				ErrCardinality, len(main), rows.FormatKey(rec, cs.keyCols, main[0].i), main[0].ord, main[1].ord, main[0].kind, main[1].kind)
+				ErrCardinality, len(main), rows.FormatKey(rec, cs.keyCols, int(main[0].i)), main[0].ord, main[1].ord, kindNames[main[0].kind], kindNames[main[1].kind])
 		}
 		if len(main) == 0 {
 			continue // only a before-image: nothing to do
 		}
 		e := main[0]
-		acts[key] = &action{upsert: e.kind != Delete, b: e.b, i: e.i}
+		acts[g.key] = action{upsert: e.kind != kindDelete, b: int(e.b), i: int(e.i)}
 	}
 	return acts, nil
 }
@@ -518,7 +581,7 @@ func seqValue(a arrow.Array, i int) int64 {
 }
 
 // upsertRows yields the rows of upsert actions in the table's schema.
-func (cs *changeSet) upsertRows(ctx context.Context, acts map[string]*action) iter.Seq2[arrow.RecordBatch, error] {
+func (cs *changeSet) upsertRows(ctx context.Context, acts map[string]action) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		idx := make(map[int][]int64)
 		for _, a := range acts {
@@ -549,7 +612,7 @@ func (cs *changeSet) upsertRows(ctx context.Context, acts map[string]*action) it
 
 // keyFilter is a conservative Iceberg filter on the keys, for pruning
 // candidate files by partition values and column statistics.
-func (cs *changeSet) keyFilter(tbl *table.Table, acts map[string]*action) iceberg.BooleanExpression {
+func (cs *changeSet) keyFilter(tbl *table.Table, acts map[string]action) iceberg.BooleanExpression {
 	return keyFilter(tbl.Schema(), cs.recs, cs.keyCols, cs.keyNames, func(yield func(b, i int) bool) {
 		for _, a := range acts {
 			if !yield(a.b, a.i) {
