@@ -20,7 +20,7 @@ import (
 // partition columns of the candidate files are read to find the partitions
 // holding each key, so a delete for a row whose partition changed goes to
 // its old partition.
-func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts map[string]action) ([]iceberg.DataFile, error) {
+func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts *actionSet) ([]iceberg.DataFile, error) {
 	if tbl.Metadata().Version() < 2 {
 		return nil, fmt.Errorf("equality deletes need format v2 or later; table %s is v1", scan.FormatIdent(tbl.Identifier()))
 	}
@@ -70,7 +70,7 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 		// The delete columns are the key columns, and acts holds one
 		// action per key: every action is one delete row, no two alike.
 		byBatch := make([][]int64, len(cs.recs))
-		for _, a := range acts {
+		for a := range acts.all {
 			byBatch[a.b] = append(byBatch[a.b], int64(a.i))
 		}
 		for b, idx := range byBatch {
@@ -116,7 +116,7 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 // do not say, and returns those columns. A key held by several live rows
 // (a table whose keys are not unique) gives several delete rows, which
 // delete the same rows: harmless.
-func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, acts map[string]action, as *arrow.Schema) ([]arrow.RecordBatch, error) {
+func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, acts *actionSet, as *arrow.Schema) ([]arrow.RecordBatch, error) {
 	cols := make([]string, as.NumFields())
 	for i, f := range as.Fields() {
 		cols[i] = f.Name
@@ -132,7 +132,8 @@ func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, act
 		return nil, err
 	}
 	var out []arrow.RecordBatch
-	var buf []byte
+	var slots []int32
+	var hashes []uint64
 	for rec, err := range seq {
 		if err != nil {
 			for _, o := range out {
@@ -140,11 +141,13 @@ func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, act
 			}
 			return nil, err
 		}
+		keys := keyColumns(rec, keyIdx)
+		slots, hashes = acts.lookup(keys, slots, hashes)
+		keys.Release()
 		keep := make([]bool, rec.NumRows())
 		anyKept := false
-		for i := range keep {
-			buf = rows.AppendKey(buf[:0], rec, keyIdx, i)
-			if _, ok := acts[string(buf)]; ok {
+		for i, s := range slots {
+			if s >= 0 {
 				keep[i], anyKept = true, true
 			}
 		}

@@ -33,24 +33,8 @@ const maxRanges = 64
 func keyFilter(sc *iceberg.Schema, recs []arrow.RecordBatch, keyCols []int, keyNames []string, rowsOf iter.Seq2[int, int]) iceberg.BooleanExpression {
 	var out iceberg.BooleanExpression = iceberg.AlwaysTrue{}
 	for k, col := range keyCols {
-		seen := map[any]bool{}
-		var vals []any
-		for b, i := range rowsOf {
-			v, ok := literalValue(recs[b].Column(col), i)
-			if !ok {
-				vals = nil
-				break
-			}
-			key := v
-			if bs, isBytes := v.([]byte); isBytes {
-				key = string(bs)
-			}
-			if !seen[key] {
-				seen[key] = true
-				vals = append(vals, v)
-			}
-		}
-		if len(vals) == 0 {
+		vals, ints, ok := keyValues(recs, col, rowsOf)
+		if !ok || len(vals) == 0 && (ints == nil || len(ints.xs) == 0) {
 			continue
 		}
 		if _, ok := sc.FindFieldByName(keyNames[k]); !ok {
@@ -58,22 +42,30 @@ func keyFilter(sc *iceberg.Schema, recs []arrow.RecordBatch, keyCols []int, keyN
 		}
 		ref := iceberg.Reference(keyNames[k])
 		var e iceberg.BooleanExpression
-		if len(vals) <= maxInList {
-			lits := make([]iceberg.Literal, len(vals))
-			for i, v := range vals {
-				lits[i] = toLiteral(v)
+		n := len(vals)
+		if ints != nil {
+			n = len(ints.xs)
+		}
+		if n <= maxInList {
+			lits := make([]iceberg.Literal, n)
+			for i := range lits {
+				if ints != nil {
+					lits[i] = toLiteral(fromInt(ints.like, ints.xs[i]))
+				} else {
+					lits[i] = toLiteral(vals[i])
+				}
 			}
 			e = iceberg.SetPredicate(iceberg.OpIn, ref, lits)
 		}
-		if len(vals) > statsInLimit {
+		if n > statsInLimit {
 			// NB: iceberg-go (as Iceberg Java) does not check an IN list of
 			// more than 200 values against a file's column statistics: every
 			// file might match. Ranges prune by statistics; the IN list,
 			// when there is one, still prunes partitions (its projection on
 			// a bucket or identity partition is exact).
 			var r iceberg.BooleanExpression
-			if rs, ok := gapRanges(vals, maxRanges); ok {
-				r = rangesExpr(ref, rs)
+			if ints != nil {
+				r = rangesExpr(ref, intRanges(ints.xs, maxRanges, ints.like))
 			} else if lo, hi, ok := bounds(vals); ok {
 				r = rangesExpr(ref, [][2]any{{lo, hi}})
 			}
@@ -91,6 +83,75 @@ func keyFilter(sc *iceberg.Schema, recs []arrow.RecordBatch, keyCols []int, keyN
 		out = iceberg.NewAnd(out, e)
 	}
 	return out
+}
+
+// intKeys are the distinct values of an integer-like key column, sorted,
+// with a value of the column's Go literal type.
+type intKeys struct {
+	xs   []int64
+	like any
+}
+
+// keyValues returns the distinct values of column col in the rows rowsOf
+// of recs: as sorted integers for integer-like columns (int32, int64,
+// dates, microsecond timestamps), else as literal values. It reports false
+// when a value has no literal form (a NULL, an unsupported type).
+func keyValues(recs []arrow.RecordBatch, col int, rowsOf iter.Seq2[int, int]) ([]any, *intKeys, bool) {
+	if len(recs) > 0 {
+		var like any
+		switch t := recs[0].Column(col).DataType().(type) {
+		case *arrow.Int32Type:
+			like = int32(0)
+		case *arrow.Int64Type:
+			like = int64(0)
+		case *arrow.Date32Type:
+			like = iceberg.Date(0)
+		case *arrow.TimestampType:
+			if t.Unit == arrow.Microsecond {
+				like = iceberg.Timestamp(0)
+			}
+		}
+		if like != nil {
+			var xs []int64
+			for b, i := range rowsOf {
+				arr := recs[b].Column(col)
+				if arr.IsNull(i) {
+					return nil, nil, false
+				}
+				switch a := arr.(type) {
+				case *array.Int32:
+					xs = append(xs, int64(a.Value(i)))
+				case *array.Int64:
+					xs = append(xs, a.Value(i))
+				case *array.Date32:
+					xs = append(xs, int64(a.Value(i)))
+				case *array.Timestamp:
+					xs = append(xs, int64(a.Value(i)))
+				default:
+					return nil, nil, false
+				}
+			}
+			slices.Sort(xs)
+			return nil, &intKeys{xs: slices.Compact(xs), like: like}, true
+		}
+	}
+	seen := map[any]bool{}
+	var vals []any
+	for b, i := range rowsOf {
+		v, ok := literalValue(recs[b].Column(col), i)
+		if !ok {
+			return nil, nil, false
+		}
+		key := v
+		if bs, isBytes := v.([]byte); isBytes {
+			key = string(bs)
+		}
+		if !seen[key] {
+			seen[key] = true
+			vals = append(vals, v)
+		}
+	}
+	return vals, nil, true
 }
 
 // literalValue returns arr[i] as a Go value iceberg.NewLiteral accepts.
@@ -177,9 +238,14 @@ func gapRanges(vals []any, n int) ([][2]any, bool) {
 		xs[i] = x
 	}
 	slices.Sort(xs)
-	xs = slices.Compact(xs)
-	// Gaps between consecutive values, widest first; a gap of 1 (adjacent
-	// values) is no gap.
+	return intRanges(slices.Compact(xs), n, vals[0]), true
+}
+
+// intRanges covers the sorted distinct values xs with at most n closed
+// ranges, cut at the n-1 widest gaps between consecutive values (the first
+// of equal gaps), bounds converted to the type of like.
+func intRanges(xs []int64, n int, like any) [][2]any {
+	// A gap of 1 (adjacent values) is no gap.
 	cuts := make([]int, 0, len(xs))
 	for i := 1; i < len(xs); i++ {
 		if uint64(xs[i])-uint64(xs[i-1]) > 1 {
@@ -193,10 +259,10 @@ func gapRanges(vals []any, n int) ([][2]any, bool) {
 	out := make([][2]any, 0, len(cuts)+1)
 	start := 0
 	for _, c := range append(cuts, len(xs)) {
-		out = append(out, [2]any{fromInt(vals[0], xs[start]), fromInt(vals[0], xs[c-1])})
+		out = append(out, [2]any{fromInt(like, xs[start]), fromInt(like, xs[c-1])})
 		start = c
 	}
-	return out, true
+	return out
 }
 
 // asInt returns an integer-like value as an int64.

@@ -1,0 +1,146 @@
+package merge
+
+import (
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/floedata/floe/rows"
+)
+
+// keyIndex gives each distinct key of the change rows a slot. A key is
+// found by its 64-bit hash (rows.HashKeys, computed column by column) and
+// confirmed value by value (rows.KeysEqual), never by hash alone; a
+// million keys cost one map of integers, not a million strings.
+type keyIndex struct {
+	keys   []arrow.RecordBatch // the change batches' key columns, in key order
+	first  map[uint64]int32    // hash -> first slot with that hash
+	next   []int32             // slot -> next slot with the same hash, -1 at the end
+	rowOf  []rowRef            // slot -> the change row that holds its key
+	keyPos []int               // 0..len(key columns)-1
+}
+
+type rowRef struct{ b, i int32 }
+
+// newKeyIndex indexes keys of the change batches recs (key columns cols,
+// in key order), sized for n keys.
+func newKeyIndex(recs []arrow.RecordBatch, cols []int, n int) *keyIndex {
+	x := &keyIndex{first: make(map[uint64]int32, n), next: make([]int32, 0, n), rowOf: make([]rowRef, 0, n), keyPos: seqInts(len(cols))}
+	for _, r := range recs {
+		x.keys = append(x.keys, keyColumns(r, cols))
+	}
+	return x
+}
+
+func (x *keyIndex) release() {
+	for _, k := range x.keys {
+		k.Release()
+	}
+}
+
+// keyColumns is a zero-copy record of the columns cols of rec, in that
+// order.
+func keyColumns(rec arrow.RecordBatch, cols []int) arrow.RecordBatch {
+	fields := make([]arrow.Field, len(cols))
+	arrs := make([]arrow.Array, len(cols))
+	for k, c := range cols {
+		fields[k] = rec.Schema().Field(c)
+		arrs[k] = rec.Column(c)
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
+}
+
+// find returns the slot of the key in row i of rec, whose columns 0..k-1
+// are the key columns in key order, given the row's hash h (rows.HashKeys
+// over those columns); -1 when no change row has that key.
+func (x *keyIndex) find(h uint64, rec arrow.RecordBatch, i int) int32 {
+	s, ok := x.first[h]
+	if !ok {
+		return -1
+	}
+	for ; s >= 0; s = x.next[s] {
+		r := x.rowOf[s]
+		if rows.KeysEqual(x.keys[r.b], int(r.i), rec, i, x.keyPos) {
+			return s
+		}
+	}
+	return -1
+}
+
+// insert returns the slot of the key of change row i of batch b, with hash
+// h, adding a slot when the key is new.
+func (x *keyIndex) insert(h uint64, b, i int) (slot int32, added bool) {
+	s, ok := x.first[h]
+	if ok {
+		for t := s; t >= 0; t = x.next[t] {
+			r := x.rowOf[t]
+			if rows.KeysEqual(x.keys[r.b], int(r.i), x.keys[b], i, x.keyPos) {
+				return t, false
+			}
+		}
+	}
+	slot = int32(len(x.rowOf))
+	x.rowOf = append(x.rowOf, rowRef{b: int32(b), i: int32(i)})
+	if ok {
+		x.next = append(x.next, s) // chain the new slot in front
+	} else {
+		x.next = append(x.next, -1)
+	}
+	x.first[h] = slot
+	return slot, true
+}
+
+// actionSet is the final action of every key of a change set, by slot of
+// its key index.
+type actionSet struct {
+	idx *keyIndex
+	act []action // by slot; none for a key without an action
+	n   int      // keys with an action
+	// matched marks the keys found in the table (position and
+	// copy-on-write modes); set concurrently by Match.
+	matched []atomic.Bool
+}
+
+func (s *actionSet) release() { s.idx.release() }
+
+// all yields the actions (not the keys without one), in the order their
+// keys first appeared.
+func (s *actionSet) all(yield func(action) bool) {
+	for _, a := range s.act {
+		if !a.none && !yield(a) {
+			return
+		}
+	}
+}
+
+// lookup returns the slot of the action for each row of rec, whose columns
+// 0..k-1 are the key columns in key order, or -1 when the row's key has no
+// action. out is reused when it has room; hashes is scratch space.
+func (s *actionSet) lookup(rec arrow.RecordBatch, out []int32, hashes []uint64) ([]int32, []uint64) {
+	hashes = rows.HashKeys(rec, s.idx.keyPos, hashes)
+	n := len(hashes)
+	if cap(out) < n {
+		out = make([]int32, n)
+	}
+	out = out[:n]
+	for i, h := range hashes {
+		slot := s.idx.find(h, rec, i)
+		if slot >= 0 && s.act[slot].none {
+			slot = -1
+		}
+		out[i] = slot
+	}
+	return out, hashes
+}
+
+// countMatched is the number of keys Match found in the table.
+func (s *actionSet) countMatched() int64 {
+	var n int64
+	for i := range s.matched {
+		if s.matched[i].Load() {
+			n++
+		}
+	}
+	return n
+}
