@@ -78,12 +78,14 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 				continue
 			}
 			slices.Sort(idx)
-			t, err := rows.Take(ctx, cs.recs[b], idx)
+			// Project first: only the delete columns are taken.
+			p := rows.Project(cs.recs[b], as, colIdx)
+			t, err := rows.Take(ctx, p, idx)
+			p.Release()
 			if err != nil {
 				return nil, err
 			}
-			parts = append(parts, rows.Project(t, as, colIdx))
-			t.Release()
+			parts = append(parts, t)
 		}
 	} else {
 		// NB: before-images in the changes say where the row was in the

@@ -14,11 +14,16 @@ import (
 // confirmed value by value (rows.KeysEqual), never by hash alone; a
 // million keys cost one map of integers, not a million strings.
 type keyIndex struct {
-	keys   []arrow.RecordBatch // the change batches' key columns, in key order
-	first  map[uint64]int32    // hash -> first slot with that hash
-	next   []int32             // slot -> next slot with the same hash, -1 at the end
-	rowOf  []rowRef            // slot -> the change row that holds its key
-	keyPos []int               // 0..len(key columns)-1
+	keys  []arrow.RecordBatch // the change batches' key columns, in key order
+	first map[uint64]int32    // hash -> first slot with that hash
+	// bits is a one-hash Bloom filter of the hashes in first, 16 bits per
+	// key: most table rows looked up are not changed, and the filter
+	// (a few MiB) turns most misses away without probing the map.
+	bits   []uint64
+	mask   uint64   // bit index mask of bits
+	next   []int32  // slot -> next slot with the same hash, -1 at the end
+	rowOf  []rowRef // slot -> the change row that holds its key
+	keyPos []int    // 0..len(key columns)-1
 }
 
 type rowRef struct{ b, i int32 }
@@ -27,6 +32,11 @@ type rowRef struct{ b, i int32 }
 // in key order), sized for n keys.
 func newKeyIndex(recs []arrow.RecordBatch, cols []int, n int) *keyIndex {
 	x := &keyIndex{first: make(map[uint64]int32, n), next: make([]int32, 0, n), rowOf: make([]rowRef, 0, n), keyPos: seqInts(len(cols))}
+	nbits := uint64(1) << 10
+	for nbits < 16*uint64(n) {
+		nbits <<= 1
+	}
+	x.bits, x.mask = make([]uint64, nbits/64), nbits-1
 	for _, r := range recs {
 		x.keys = append(x.keys, keyColumns(r, cols))
 	}
@@ -55,6 +65,9 @@ func keyColumns(rec arrow.RecordBatch, cols []int) arrow.RecordBatch {
 // are the key columns in key order, given the row's hash h (rows.HashKeys
 // over those columns); -1 when no change row has that key.
 func (x *keyIndex) find(h uint64, rec arrow.RecordBatch, i int) int32 {
+	if bit := (h >> 20) & x.mask; x.bits[bit/64]&(1<<(bit%64)) == 0 {
+		return -1
+	}
 	s, ok := x.first[h]
 	if !ok {
 		return -1
@@ -88,6 +101,8 @@ func (x *keyIndex) insert(h uint64, b, i int) (slot int32, added bool) {
 		x.next = append(x.next, -1)
 	}
 	x.first[h] = slot
+	bit := (h >> 20) & x.mask
+	x.bits[bit/64] |= 1 << (bit % 64)
 	return slot, true
 }
 
