@@ -12,18 +12,22 @@ import (
 // keyIndex gives each distinct key of the change rows a slot. A key is
 // found by its 64-bit hash (rows.HashKeys, computed column by column) and
 // confirmed value by value (rows.KeysEqual), never by hash alone; a
-// million keys cost one map of integers, not a million strings.
+// million keys cost an open-addressing table of integers, not a map of a
+// million strings.
 type keyIndex struct {
-	keys  []arrow.RecordBatch // the change batches' key columns, in key order
-	first map[uint64]int32    // hash -> first slot with that hash
-	// bits is a one-hash Bloom filter of the hashes in first, 16 bits per
-	// key: most table rows looked up are not changed, and the filter
-	// (a few MiB) turns most misses away without probing the map.
-	bits   []uint64
-	mask   uint64   // bit index mask of bits
-	next   []int32  // slot -> next slot with the same hash, -1 at the end
-	rowOf  []rowRef // slot -> the change row that holds its key
-	keyPos []int    // 0..len(key columns)-1
+	keys []arrow.RecordBatch // the change batches' key columns, in key order
+	// table holds slot+1 of each key at its hash's position (linear
+	// probing; 0 is empty), at most half full.
+	table []int32
+	mask  uint64 // len(table)-1
+	// bits is a one-hash Bloom filter of the keys' hashes, 16 bits per
+	// key: most table rows looked up are not changed, and the filter (a
+	// few MiB) turns most of them away without probing the table.
+	bits    []uint64
+	bitMask uint64   // bit index mask of bits
+	hashOf  []uint64 // slot -> hash of its key
+	rowOf   []rowRef // slot -> the change row that holds its key
+	keyPos  []int    // 0..len(key columns)-1
 }
 
 type rowRef struct{ b, i int32 }
@@ -31,12 +35,17 @@ type rowRef struct{ b, i int32 }
 // newKeyIndex indexes keys of the change batches recs (key columns cols,
 // in key order), sized for n keys.
 func newKeyIndex(recs []arrow.RecordBatch, cols []int, n int) *keyIndex {
-	x := &keyIndex{first: make(map[uint64]int32, n), next: make([]int32, 0, n), rowOf: make([]rowRef, 0, n), keyPos: seqInts(len(cols))}
+	x := &keyIndex{hashOf: make([]uint64, 0, n), rowOf: make([]rowRef, 0, n), keyPos: seqInts(len(cols))}
+	size := uint64(1) << 4
+	for size < 2*uint64(n) {
+		size <<= 1
+	}
+	x.table, x.mask = make([]int32, size), size-1
 	nbits := uint64(1) << 10
 	for nbits < 16*uint64(n) {
 		nbits <<= 1
 	}
-	x.bits, x.mask = make([]uint64, nbits/64), nbits-1
+	x.bits, x.bitMask = make([]uint64, nbits/64), nbits-1
 	for _, r := range recs {
 		x.keys = append(x.keys, keyColumns(r, cols))
 	}
@@ -61,47 +70,50 @@ func keyColumns(rec arrow.RecordBatch, cols []int) arrow.RecordBatch {
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
 }
 
+// probe returns the table position of the key in row i of rec (columns
+// 0..k-1 the key columns in key order) with hash h: the position holding
+// its slot, or the empty position where it would go.
+func (x *keyIndex) probe(h uint64, rec arrow.RecordBatch, i int) uint64 {
+	pos := h & x.mask
+	for {
+		e := x.table[pos]
+		if e == 0 {
+			return pos
+		}
+		s := e - 1
+		if x.hashOf[s] == h {
+			r := x.rowOf[s]
+			if rows.KeysEqual(x.keys[r.b], int(r.i), rec, i, x.keyPos) {
+				return pos
+			}
+		}
+		pos = (pos + 1) & x.mask
+	}
+}
+
 // find returns the slot of the key in row i of rec, whose columns 0..k-1
 // are the key columns in key order, given the row's hash h (rows.HashKeys
 // over those columns); -1 when no change row has that key.
 func (x *keyIndex) find(h uint64, rec arrow.RecordBatch, i int) int32 {
-	if bit := (h >> 20) & x.mask; x.bits[bit/64]&(1<<(bit%64)) == 0 {
+	if bit := (h >> 20) & x.bitMask; x.bits[bit/64]&(1<<(bit%64)) == 0 {
 		return -1
 	}
-	s, ok := x.first[h]
-	if !ok {
-		return -1
-	}
-	for ; s >= 0; s = x.next[s] {
-		r := x.rowOf[s]
-		if rows.KeysEqual(x.keys[r.b], int(r.i), rec, i, x.keyPos) {
-			return s
-		}
-	}
-	return -1
+	return x.table[x.probe(h, rec, i)] - 1
 }
 
 // insert returns the slot of the key of change row i of batch b, with hash
-// h, adding a slot when the key is new.
+// h, adding a slot when the key is new. The index holds at most the n keys
+// it was sized for.
 func (x *keyIndex) insert(h uint64, b, i int) (slot int32, added bool) {
-	s, ok := x.first[h]
-	if ok {
-		for t := s; t >= 0; t = x.next[t] {
-			r := x.rowOf[t]
-			if rows.KeysEqual(x.keys[r.b], int(r.i), x.keys[b], i, x.keyPos) {
-				return t, false
-			}
-		}
+	pos := x.probe(h, x.keys[b], i)
+	if e := x.table[pos]; e != 0 {
+		return e - 1, false
 	}
 	slot = int32(len(x.rowOf))
 	x.rowOf = append(x.rowOf, rowRef{b: int32(b), i: int32(i)})
-	if ok {
-		x.next = append(x.next, s) // chain the new slot in front
-	} else {
-		x.next = append(x.next, -1)
-	}
-	x.first[h] = slot
-	bit := (h >> 20) & x.mask
+	x.hashOf = append(x.hashOf, h)
+	x.table[pos] = slot + 1
+	bit := (h >> 20) & x.bitMask
 	x.bits[bit/64] |= 1 << (bit % 64)
 	return slot, true
 }
