@@ -16,16 +16,17 @@ import (
 // million strings.
 type keyIndex struct {
 	keys []arrow.RecordBatch // the change batches' key columns, in key order
-	// table holds slot+1 of each key at its hash's position (linear
-	// probing; 0 is empty), at most half full.
-	table []int32
+	// table holds, at each key's hash position (linear probing, at most
+	// half full), the upper 32 bits of its hash and slot+1 in the lower 32
+	// bits; 0 is empty. The hash bits in the entry turn away most other
+	// keys without touching the key's row.
+	table []uint64
 	mask  uint64 // len(table)-1
 	// bits is a one-hash Bloom filter of the keys' hashes, 16 bits per
 	// key: most table rows looked up are not changed, and the filter (a
 	// few MiB) turns most of them away without probing the table.
 	bits    []uint64
 	bitMask uint64   // bit index mask of bits
-	hashOf  []uint64 // slot -> hash of its key
 	rowOf   []rowRef // slot -> the change row that holds its key
 	keyPos  []int    // 0..len(key columns)-1
 }
@@ -35,12 +36,12 @@ type rowRef struct{ b, i int32 }
 // newKeyIndex indexes keys of the change batches recs (key columns cols,
 // in key order), sized for n keys.
 func newKeyIndex(recs []arrow.RecordBatch, cols []int, n int) *keyIndex {
-	x := &keyIndex{hashOf: make([]uint64, 0, n), rowOf: make([]rowRef, 0, n), keyPos: seqInts(len(cols))}
+	x := &keyIndex{rowOf: make([]rowRef, 0, n), keyPos: seqInts(len(cols))}
 	size := uint64(1) << 4
 	for size < 2*uint64(n) {
 		size <<= 1
 	}
-	x.table, x.mask = make([]int32, size), size-1
+	x.table, x.mask = make([]uint64, size), size-1
 	nbits := uint64(1) << 10
 	for nbits < 16*uint64(n) {
 		nbits <<= 1
@@ -74,15 +75,15 @@ func keyColumns(rec arrow.RecordBatch, cols []int) arrow.RecordBatch {
 // 0..k-1 the key columns in key order) with hash h: the position holding
 // its slot, or the empty position where it would go.
 func (x *keyIndex) probe(h uint64, rec arrow.RecordBatch, i int) uint64 {
+	tag := h >> 32
 	pos := h & x.mask
 	for {
 		e := x.table[pos]
 		if e == 0 {
 			return pos
 		}
-		s := e - 1
-		if x.hashOf[s] == h {
-			r := x.rowOf[s]
+		if e>>32 == tag {
+			r := x.rowOf[uint32(e)-1]
 			if rows.KeysEqual(x.keys[r.b], int(r.i), rec, i, x.keyPos) {
 				return pos
 			}
@@ -98,7 +99,7 @@ func (x *keyIndex) find(h uint64, rec arrow.RecordBatch, i int) int32 {
 	if bit := (h >> 20) & x.bitMask; x.bits[bit/64]&(1<<(bit%64)) == 0 {
 		return -1
 	}
-	return x.table[x.probe(h, rec, i)] - 1
+	return int32(uint32(x.table[x.probe(h, rec, i)])) - 1
 }
 
 // insert returns the slot of the key of change row i of batch b, with hash
@@ -107,12 +108,11 @@ func (x *keyIndex) find(h uint64, rec arrow.RecordBatch, i int) int32 {
 func (x *keyIndex) insert(h uint64, b, i int) (slot int32, added bool) {
 	pos := x.probe(h, x.keys[b], i)
 	if e := x.table[pos]; e != 0 {
-		return e - 1, false
+		return int32(uint32(e)) - 1, false
 	}
 	slot = int32(len(x.rowOf))
 	x.rowOf = append(x.rowOf, rowRef{b: int32(b), i: int32(i)})
-	x.hashOf = append(x.hashOf, h)
-	x.table[pos] = slot + 1
+	x.table[pos] = h>>32<<32 | uint64(slot+1)
 	bit := (h >> 20) & x.bitMask
 	x.bits[bit/64] |= 1 << (bit % 64)
 	return slot, true
