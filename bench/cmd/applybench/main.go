@@ -57,6 +57,7 @@ func main() {
 	nChanges := flag.Int64("changes", 1_000_000, "change rows (apply)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the timed section to this file")
 	memProfile := flag.String("memprofile", "", "write a heap profile (allocations) after the timed section to this file")
+	heapProfile := flag.String("heapprofile", "", "write the heap profile taken when resident memory was highest in the timed section to this file")
 	flag.Parse()
 	w := Workload{Rows: *nRows, FileRows: *fileRows, Changes: *nChanges, Layout: *layout, Keys: *keys}
 	if *warehouse == "" || (*phase != "build" && *phase != "apply") {
@@ -79,7 +80,7 @@ func main() {
 		hwm, _ := statusKB("VmHWM:")
 		logf("build of %s: %.1f s, peak RSS %.0f MiB", w.Layout, time.Since(t0).Seconds(), float64(hwm)/(1<<20))
 	case "apply":
-		line, err := measure(ctx, *warehouse, w, *mode, *cpuProfile, *memProfile)
+		line, err := measure(ctx, *warehouse, w, *mode, *cpuProfile, *memProfile, *heapProfile)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "applybench apply %s/%s/%s: %v\n", w.Layout, w.Keys, *mode, err)
 			os.Exit(1)
@@ -89,7 +90,7 @@ func main() {
 }
 
 // measure prepares the run, times it and formats its result line.
-func measure(ctx context.Context, warehouse string, w Workload, mode, cpuProfile, memProfile string) (string, error) {
+func measure(ctx context.Context, warehouse string, w Workload, mode, cpuProfile, memProfile, heapProfile string) (string, error) {
 	p, err := prepare(ctx, warehouse, w, mode)
 	if err != nil {
 		return "", err
@@ -113,6 +114,10 @@ func measure(ctx context.Context, warehouse string, w Workload, mode, cpuProfile
 	if err != nil {
 		return "", err
 	}
+	var stopSampler func() error
+	if heapProfile != "" {
+		stopSampler = sampleHeap(heapProfile)
+	}
 	cpu0 := cpuTime()
 	t0 := time.Now()
 	out, err := p.run(ctx)
@@ -121,6 +126,11 @@ func measure(ctx context.Context, warehouse string, w Workload, mode, cpuProfile
 	read1, rerr := ioKB("rchar:")
 	if cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if stopSampler != nil {
+		if serr := stopSampler(); err == nil {
+			err = serr
+		}
 	}
 	if err != nil {
 		return "", err
@@ -148,6 +158,51 @@ func measure(ctx context.Context, warehouse string, w Workload, mode, cpuProfile
 	return fmt.Sprintf("BenchmarkApply/%s/%s/%s 1 %d ns/op %d cpu-ns/op %.0f peak-rss-MiB %d files-read %d table-files %.1f read-MiB %.1f table-MiB %d rows-written",
 		w.Layout, w.Keys, mode, wall.Nanoseconds(), cpu.Nanoseconds(), float64(hwm)/(1<<20),
 		out.filesScanned, max(out.tableFiles, 0), float64(read1-read0)/(1<<20), float64(max(out.tableBytes, 0))/(1<<20), out.rowsWritten), nil
+}
+
+// sampleHeap watches resident memory every 20 ms and writes the heap
+// profile to path whenever it is 16 MiB above the last profiled peak. The
+// returned function stops it.
+func sampleHeap(path string) func() error {
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		var last int64
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				errc <- nil
+				return
+			case <-t.C:
+			}
+			rss, err := statusKB("VmRSS:")
+			if err != nil {
+				errc <- err
+				return
+			}
+			if rss < last+16<<20 {
+				continue
+			}
+			last = rss
+			f, err := os.Create(path)
+			if err == nil {
+				err = pprof.Lookup("heap").WriteTo(f, 0)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	return func() error {
+		close(done)
+		return <-errc
+	}
 }
 
 // cpuTime is the user+system CPU time of the process so far.
