@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -143,13 +144,18 @@ func WithCommitEmpty() Option { return func(o *Options) { o.CommitEmpty = true }
 type Result struct {
 	Upserts, Deletes int64 // actions applied (after collapsing)
 	Matched          int64 // keys found in the table (position and copy-on-write modes)
-	RowsAdded        int64
-	RowsRemoved      int64
-	Mode             string
-	SnapshotID       int64
-	Attempts         int
-	Committed        bool
-	Table            *table.Table
+	// FilesScanned is the number of data files whose key columns were
+	// read to find the changed rows (position and copy-on-write modes): the
+	// candidates left after pruning by partition values and column
+	// statistics. Equality mode leaves it 0.
+	FilesScanned int
+	RowsAdded    int64
+	RowsRemoved  int64
+	Mode         string
+	SnapshotID   int64
+	Attempts     int
+	Committed    bool
+	Table        *table.Table
 }
 
 // metadataColumns are changelog and CDF columns that may ride along with
@@ -185,7 +191,8 @@ func ChangeColumns(target *arrow.Schema, changeType, sequence string) []arrow.Fi
 // action is the final action for one key.
 type action struct {
 	upsert bool
-	b, i   int // the row (INSERT/UPDATE_AFTER for upserts)
+	none   bool // the key's changes do nothing (a lone before-image)
+	b, i   int  // the row (INSERT/UPDATE_AFTER for upserts)
 }
 
 // Apply upserts and deletes rows of the table ident by key, from change
@@ -219,8 +226,9 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	if err != nil {
 		return nil, fmt.Errorf("apply to %s: %w", name, err)
 	}
+	defer acts.release()
 	res := &Result{}
-	for _, a := range acts {
+	for a := range acts.all {
 		if a.upsert {
 			res.Upserts++
 		} else {
@@ -256,13 +264,11 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 			return nil, fmt.Errorf("apply to %s: %w", name, err)
 		}
 	}
-	if o.DeleteMode == DeleteEquality && len(acts) > 0 {
+	if o.DeleteMode == DeleteEquality && acts.n > 0 {
 		if deleteFiles, err = cs.equalityDeletes(ctx, tbl, acts); err != nil {
 			return nil, fmt.Errorf("apply to %s: %w", name, err)
 		}
 	}
-	matchedKeys := map[string]bool{}
-	var mu sync.Mutex
 	out, err := commit.Run(ctx, cat, ident, commit.Options{
 		Branch:             o.Branch,
 		SnapshotProperties: withOp(o.SnapshotProperties, "apply"),
@@ -271,19 +277,16 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 		CommitEmpty:        o.CommitEmpty,
 	}, func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 		req := write.Request{Table: tbl, Branch: o.Branch, Mode: mode, InsertFiles: insertFiles, DeleteFiles: deleteFiles, Reuse: reuse}
-		if o.DeleteMode != DeleteEquality && len(acts) > 0 {
+		if o.DeleteMode != DeleteEquality && acts.n > 0 {
 			req.Filter = cs.keyFilter(tbl, acts)
+			// The batches hold the key columns in key order (MatchColumns).
 			req.Visitor = &write.Visitor{MatchColumns: cs.keyNames, Match: func(_ context.Context, _ iceberg.DataFile, b scan.Batch) ([]bool, error) {
-				out := make([]bool, b.Rec.NumRows())
-				var buf []byte
-				all := seqInts(len(cs.keyNames))
-				for i := range out {
-					buf = rows.AppendKey(buf[:0], b.Rec, all, i)
-					if _, ok := acts[string(buf)]; ok {
+				slots, _ := acts.lookup(b.Rec, nil, nil)
+				out := make([]bool, len(slots))
+				for i, s := range slots {
+					if s >= 0 {
 						out[i] = true
-						mu.Lock()
-						matchedKeys[string(buf)] = true
-						mu.Unlock()
+						acts.matched[s].Store(true)
 					}
 				}
 				return out, nil
@@ -296,9 +299,10 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	}
 	committed = out.Committed
 	res.Committed, res.SnapshotID, res.Attempts, res.Table = out.Committed, out.SnapshotID, out.Attempts, out.Table
-	res.Matched = int64(len(matchedKeys))
+	res.Matched = acts.countMatched()
 	if out.Result != nil {
 		res.RowsAdded, res.RowsRemoved = out.Result.RowsAdded, out.Result.RowsRemoved
+		res.FilesScanned = out.Result.FilesScanned
 	}
 	return res, nil
 }
@@ -419,82 +423,158 @@ func fieldNames(s *arrow.Schema) string {
 	return strings.Join(n, ", ")
 }
 
-var kindRank = map[string]int{UpdateBefore: 0, Delete: 1, UpdateAfter: 2, Insert: 3}
+// Change types ranked in the order ties of one sequence value apply:
+// UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT.
+const (
+	kindUpdateBefore int8 = iota
+	kindDelete
+	kindUpdateAfter
+	kindInsert
+)
 
-type event struct {
-	b, i int
-	kind string
-	seq  int64
-	ord  int // arrival order
+// kindNames are the change types by rank.
+var kindNames = [...]string{kindUpdateBefore: UpdateBefore, kindDelete: Delete, kindUpdateAfter: UpdateAfter, kindInsert: Insert}
+
+// parseKind returns the rank of a change type (case-insensitive), or -1.
+func parseKind(s string) int8 {
+	for r, k := range kindNames {
+		if s == k {
+			return int8(r)
+		}
+	}
+	for r, k := range kindNames {
+		if strings.EqualFold(s, k) {
+			return int8(r)
+		}
+	}
+	return -1
 }
 
-// actions reduces the changes to one action per key.
-func (cs *changeSet) actions(o *Options) (map[string]*action, error) {
-	byKey := map[string][]event{}
-	var order []string
-	var buf []byte
+type event struct {
+	seq  int64
+	b, i int32
+	ord  int32 // arrival order
+	next int32 // the next event of the same key, -1 at the end
+	kind int8  // rank in kindNames
+}
+
+// actions reduces the changes to one action per key. The caller releases
+// the set.
+func (cs *changeSet) actions(o *Options) (*actionSet, error) {
+	total := 0
+	for _, rec := range cs.recs {
+		total += int(rec.NumRows())
+	}
+	idx := newKeyIndex(cs.recs, cs.keyCols, total)
+	ok := false
+	defer func() {
+		if !ok {
+			idx.release()
+		}
+	}()
+	// Events chain per key slot, head to tail, by index.
+	events := make([]event, 0, total)
+	head := make([]int32, 0, total)
+	tail := make([]int32, 0, total)
+	var hashes []uint64
 	n := 0
 	for b, rec := range cs.recs {
 		kinds := rec.Column(cs.typeCol).(*array.String)
+		var seqCol arrow.Array
+		if cs.seqCol >= 0 {
+			seqCol = rec.Column(cs.seqCol)
+		}
+		hashes = rows.HashKeys(rec, cs.keyCols, hashes)
 		for i := 0; i < int(rec.NumRows()); i++ {
-			kind := strings.ToUpper(kinds.Value(i))
-			if _, ok := kindRank[kind]; !ok {
+			kind := parseKind(kinds.Value(i))
+			if kind < 0 {
 				return nil, fmt.Errorf("%w: row %d: %s %q is not INSERT, UPDATE_BEFORE, UPDATE_AFTER or DELETE", ErrBadChanges, n, o.ChangeTypeColumn, kinds.Value(i))
 			}
 			for _, k := range cs.keyCols {
 				if rec.Column(k).IsNull(i) {
-					return nil, fmt.Errorf("%w: row %d (%s): key column %s is NULL", ErrBadChanges, n, kind, rec.Schema().Field(k).Name)
+					return nil, fmt.Errorf("%w: row %d (%s): key column %s is NULL", ErrBadChanges, n, kindNames[kind], rec.Schema().Field(k).Name)
 				}
 			}
-			buf = rows.AppendKey(buf[:0], rec, cs.keyCols, i)
-			key := string(buf)
-			ev := event{b: b, i: i, kind: kind, ord: n}
-			if cs.seqCol >= 0 {
-				col := rec.Column(cs.seqCol)
-				if col.IsNull(i) {
+			ev := event{b: int32(b), i: int32(i), kind: kind, ord: int32(n), next: -1}
+			if seqCol != nil {
+				if seqCol.IsNull(i) {
 					return nil, fmt.Errorf("%w: row %d: sequence column %s is NULL", ErrBadChanges, n, o.SequenceColumn)
 				}
-				ev.seq = seqValue(col, i)
+				ev.seq = seqValue(seqCol, i)
 			}
-			if _, ok := byKey[key]; !ok {
-				order = append(order, key)
+			e := int32(len(events))
+			events = append(events, ev)
+			if slot, added := idx.insert(hashes[i], b, i); added {
+				head = append(head, e)
+				tail = append(tail, e)
+			} else {
+				events[tail[slot]].next = e
+				tail[slot] = e
 			}
-			byKey[key] = append(byKey[key], ev)
 			n++
 		}
 	}
-	acts := map[string]*action{}
-	for _, key := range order {
-		evs := byKey[key]
-		if cs.seqCol >= 0 {
-			sort.SliceStable(evs, func(a, b int) bool {
-				if evs[a].seq != evs[b].seq {
-					return evs[a].seq < evs[b].seq
-				}
-				return kindRank[evs[a].kind] < kindRank[evs[b].kind]
-			})
-			last := evs[len(evs)-1]
-			acts[key] = &action{upsert: last.kind == Insert || last.kind == UpdateAfter, b: last.b, i: last.i}
-			continue
+	set := &actionSet{idx: idx, act: make([]action, len(head)), matched: make([]atomic.Bool, len(head))}
+	var evs []event
+	for slot, h := range head {
+		a, err := cs.reduce(events, h, tail[slot], &evs)
+		if err != nil {
+			return nil, err
 		}
-		var main []event
-		for _, e := range evs {
-			if e.kind != UpdateBefore {
-				main = append(main, e)
-			}
+		set.act[slot] = a
+		if !a.none {
+			set.n++
 		}
-		if len(main) > 1 {
-			rec := cs.recs[main[0].b]
-			return nil, fmt.Errorf("%w: %d changes for the key (%s) (rows %d and %d: %s and %s); apply takes at most one action per key: collapse them first (--sequence-column orders them)",
-				ErrCardinality, len(main), rows.FormatKey(rec, cs.keyCols, main[0].i), main[0].ord, main[1].ord, main[0].kind, main[1].kind)
-		}
-		if len(main) == 0 {
-			continue // only a before-image: nothing to do
-		}
-		e := main[0]
-		acts[key] = &action{upsert: e.kind != Delete, b: e.b, i: e.i}
 	}
-	return acts, nil
+	ok = true
+	return set, nil
+}
+
+// reduce returns the action of the key whose events chain from h to t.
+func (cs *changeSet) reduce(events []event, h, t int32, scratch *[]event) (action, error) {
+	if h == t {
+		// One change for the key, the common case: as below, without the
+		// sorting and copying.
+		e := events[h]
+		switch {
+		case cs.seqCol >= 0:
+			return action{upsert: e.kind >= kindUpdateAfter, b: int(e.b), i: int(e.i)}, nil
+		case e.kind == kindUpdateBefore: // a lone before-image does nothing
+			return action{none: true}, nil
+		}
+		return action{upsert: e.kind != kindDelete, b: int(e.b), i: int(e.i)}, nil
+	}
+	evs := (*scratch)[:0]
+	for e := h; e >= 0; e = events[e].next {
+		evs = append(evs, events[e])
+	}
+	*scratch = evs
+	if cs.seqCol >= 0 {
+		sort.SliceStable(evs, func(a, b int) bool {
+			if evs[a].seq != evs[b].seq {
+				return evs[a].seq < evs[b].seq
+			}
+			return evs[a].kind < evs[b].kind
+		})
+		last := evs[len(evs)-1]
+		return action{upsert: last.kind >= kindUpdateAfter, b: int(last.b), i: int(last.i)}, nil
+	}
+	var main []event
+	for _, e := range evs {
+		if e.kind != kindUpdateBefore {
+			main = append(main, e)
+		}
+	}
+	if len(main) > 1 {
+		rec := cs.recs[main[0].b]
+		return action{}, fmt.Errorf("%w: %d changes for the key (%s) (rows %d and %d: %s and %s); apply takes at most one action per key: collapse them first (--sequence-column orders them)",
+			ErrCardinality, len(main), rows.FormatKey(rec, cs.keyCols, int(main[0].i)), main[0].ord, main[1].ord, kindNames[main[0].kind], kindNames[main[1].kind])
+	}
+	if len(main) == 0 {
+		return action{none: true}, nil // only before-images: nothing to do
+	}
+	e := main[0]
+	return action{upsert: e.kind != kindDelete, b: int(e.b), i: int(e.i)}, nil
 }
 
 func seqValue(a arrow.Array, i int) int64 {
@@ -512,10 +592,10 @@ func seqValue(a arrow.Array, i int) int64 {
 }
 
 // upsertRows yields the rows of upsert actions in the table's schema.
-func (cs *changeSet) upsertRows(ctx context.Context, acts map[string]*action) iter.Seq2[arrow.RecordBatch, error] {
+func (cs *changeSet) upsertRows(ctx context.Context, acts *actionSet) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		idx := make(map[int][]int64)
-		for _, a := range acts {
+		idx := make([][]int64, len(cs.recs))
+		for a := range acts.all {
 			if a.upsert {
 				idx[a.b] = append(idx[a.b], int64(a.i))
 			}
@@ -526,7 +606,7 @@ func (cs *changeSet) upsertRows(ctx context.Context, acts map[string]*action) it
 			if len(ids) == 0 {
 				continue
 			}
-			sort.Slice(ids, func(x, y int) bool { return ids[x] < ids[y] })
+			slices.Sort(ids)
 			t, err := rows.Take(ctx, rec, ids)
 			if err != nil {
 				yield(nil, err)
@@ -543,9 +623,9 @@ func (cs *changeSet) upsertRows(ctx context.Context, acts map[string]*action) it
 
 // keyFilter is a conservative Iceberg filter on the keys, for pruning
 // candidate files by partition values and column statistics.
-func (cs *changeSet) keyFilter(tbl *table.Table, acts map[string]*action) iceberg.BooleanExpression {
+func (cs *changeSet) keyFilter(tbl *table.Table, acts *actionSet) iceberg.BooleanExpression {
 	return keyFilter(tbl.Schema(), cs.recs, cs.keyCols, cs.keyNames, func(yield func(b, i int) bool) {
-		for _, a := range acts {
+		for a := range acts.all {
 			if !yield(a.b, a.i) {
 				return
 			}

@@ -3,6 +3,7 @@ package merge
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -19,7 +20,7 @@ import (
 // partition columns of the candidate files are read to find the partitions
 // holding each key, so a delete for a row whose partition changed goes to
 // its old partition.
-func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts map[string]*action) ([]iceberg.DataFile, error) {
+func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts *actionSet) ([]iceberg.DataFile, error) {
 	if tbl.Metadata().Version() < 2 {
 		return nil, fmt.Errorf("equality deletes need format v2 or later; table %s is v1", scan.FormatIdent(tbl.Identifier()))
 	}
@@ -59,47 +60,43 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 	for i, f := range as.Fields() {
 		colIdx[i] = cs.tableSch.FieldIndices(f.Name)[0]
 	}
-	seen := map[string]bool{}
 	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
 	}()
-	byBatch := map[int][]int64{}
-	add := func(b, i int) {
-		key := string(rows.AppendKey(nil, cs.recs[b], colIdx, i))
-		if !seen[key] {
-			seen[key] = true
-			byBatch[b] = append(byBatch[b], int64(i))
+	if partDerived {
+		// The delete columns are the key columns, and acts holds one
+		// action per key: every action is one delete row, no two alike.
+		byBatch := make([][]int64, len(cs.recs))
+		for a := range acts.all {
+			byBatch[a.b] = append(byBatch[a.b], int64(a.i))
 		}
-	}
-	lookup := map[string]bool{}
-	for key, a := range acts {
-		if partDerived {
-			add(a.b, a.i)
-			continue
+		for b, idx := range byBatch {
+			if len(idx) == 0 {
+				continue
+			}
+			slices.Sort(idx)
+			// Project first: only the delete columns are taken.
+			p := rows.Project(cs.recs[b], as, colIdx)
+			t, err := rows.Take(ctx, p, idx)
+			p.Release()
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, t)
 		}
+	} else {
 		// NB: before-images in the changes say where the row was in the
 		// source, not necessarily in this table (a per-key changelog keeps
 		// only the last image of a row that moved twice): only the table
 		// knows where its rows are.
-		lookup[key] = true
-	}
-	for b, idx := range byBatch {
-		t, err := rows.Take(ctx, cs.recs[b], idx)
+		found, err := cs.lookupPartitions(ctx, tbl, acts, as)
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, rows.Project(t, as, colIdx))
-		t.Release()
-	}
-	if len(lookup) > 0 {
-		found, err := cs.lookupPartitions(ctx, tbl, acts, lookup, as, seen)
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, found...)
+		parts = found
 	}
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
 		for _, p := range parts {
@@ -117,9 +114,11 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 }
 
 // lookupPartitions reads the key and partition columns of the rows of the
-// table whose keys are in want, for keys whose old partition the changes
-// do not say.
-func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, acts map[string]*action, want map[string]bool, as *arrow.Schema, seen map[string]bool) ([]arrow.RecordBatch, error) {
+// table whose keys are in acts, for keys whose old partition the changes
+// do not say, and returns those columns. A key held by several live rows
+// (a table whose keys are not unique) gives several delete rows, which
+// delete the same rows: harmless.
+func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, acts *actionSet, as *arrow.Schema) ([]arrow.RecordBatch, error) {
 	cols := make([]string, as.NumFields())
 	for i, f := range as.Fields() {
 		cols[i] = f.Name
@@ -135,7 +134,8 @@ func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, act
 		return nil, err
 	}
 	var out []arrow.RecordBatch
-	var buf []byte
+	var slots []int32
+	var hashes []uint64
 	for rec, err := range seq {
 		if err != nil {
 			for _, o := range out {
@@ -143,16 +143,13 @@ func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, act
 			}
 			return nil, err
 		}
+		keys := keyColumns(rec, keyIdx)
+		slots, hashes = acts.lookup(keys, slots, hashes)
+		keys.Release()
 		keep := make([]bool, rec.NumRows())
 		anyKept := false
-		for i := range keep {
-			buf = rows.AppendKey(buf[:0], rec, keyIdx, i)
-			if !want[string(buf)] {
-				continue
-			}
-			full := string(rows.AppendKey(nil, rec, all, i))
-			if !seen[full] {
-				seen[full] = true
+		for i, s := range slots {
+			if s >= 0 {
 				keep[i], anyKept = true, true
 			}
 		}

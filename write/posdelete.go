@@ -50,20 +50,28 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fs iceio.WriteF
 		w.Close()
 		return nil, err
 	}
+	// Written in batches: the file_path column repeats the data file's path
+	// on every row, and a million positions would hold it a million times.
+	const batch = 64 * 1024
 	pb := array.NewStringBuilder(memory.DefaultAllocator)
 	ib := array.NewInt64Builder(memory.DefaultAllocator)
-	for _, p := range positions {
-		pb.Append(df.FilePath())
-		ib.Append(p)
+	defer pb.Release()
+	defer ib.Release()
+	for lo := 0; lo < len(positions) && err == nil; lo += batch {
+		hi := min(lo+batch, len(positions))
+		pb.Reserve(hi - lo)
+		pb.ReserveData((hi - lo) * len(df.FilePath()))
+		for range positions[lo:hi] {
+			pb.Append(df.FilePath())
+		}
+		ib.AppendValues(positions[lo:hi], nil)
+		pa, ia := pb.NewArray(), ib.NewArray()
+		rec := array.NewRecordBatch(posDeleteSchema, []arrow.Array{pa, ia}, int64(hi-lo))
+		pa.Release()
+		ia.Release()
+		err = pw.WriteBuffered(rec)
+		rec.Release()
 	}
-	pa, ia := pb.NewArray(), ib.NewArray()
-	pb.Release()
-	ib.Release()
-	rec := array.NewRecordBatch(posDeleteSchema, []arrow.Array{pa, ia}, int64(len(positions)))
-	pa.Release()
-	ia.Release()
-	err = pw.WriteBuffered(rec)
-	rec.Release()
 	if err == nil {
 		err = pw.Close()
 	} else {

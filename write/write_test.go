@@ -3,11 +3,13 @@ package write_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -160,5 +162,52 @@ func TestDeleteUpdateModes(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestPositionDeletesManyRows deletes more positions from one file than a
+// position delete file is written at a time (it writes in batches), and
+// checks exactly the deleted rows are gone.
+func TestPositionDeletesManyRows(t *testing.T) {
+	const n = 200_000
+	e := newEnv(t)
+	tbl := e.create("t", "id long not null", "", iceberg.Properties{"format-version": "2"})
+	as := e.arrowSchema(tbl)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := range int64(n) {
+		b.Append(i)
+	}
+	ids := b.NewArray()
+	b.Release()
+	rec := array.NewRecordBatch(as, []arrow.Array{ids}, n)
+	ids.Release()
+	defer rec.Release()
+	tbl = e.apply(tbl, write.Request{Inserts: arrowtest.Seq(rec), Mode: write.MergeOnRead})
+	deleted := func(v int64) bool { return v%3 != 1 } // 133,333 rows, every file batch
+	tbl = e.apply(tbl, write.Request{Mode: write.MergeOnRead, Visitor: &write.Visitor{MatchColumns: []string{"id"}, Match: matchID(deleted)}})
+	if got := tbl.CurrentSnapshot().Summary.Properties["added-position-deletes"]; got != "133333" {
+		t.Errorf("added-position-deletes = %s, want 133333", got)
+	}
+	_, seq, err := scan.Rows(e.ctx, tbl, scan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []int64
+	for r, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, r.Column(0).(*array.Int64).Int64Values()...)
+		r.Release()
+	}
+	slices.Sort(live)
+	var want []int64
+	for i := range int64(n) {
+		if !deleted(i) {
+			want = append(want, i)
+		}
+	}
+	if !slices.Equal(live, want) {
+		t.Errorf("%d live rows after the delete, want %d (ids 1, 4, 7, ...)", len(live), len(want))
 	}
 }

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floedata/floe/bench"
+	"github.com/floedata/floe/merge"
+)
+
+// Columns is the schema of the benchmark table (ddl.ParseSchema syntax): an
+// order-like row, a long key and six columns, two of them strings.
+const Columns = "id long not null, customer string, status string, amount decimal(10,2), qty int, created timestamptz, score double"
+
+// Layouts: flat is unpartitioned; daily is partitioned by day(created),
+// where created grows with id so that each file of the build is one day.
+var layouts = map[string]string{"flat": "", "daily": "day(created)"}
+
+// Table names in a warehouse built by build.
+const (
+	tableV2    = "t_v2"  // format v2: copy-on-write, position and equality deletes
+	tableV3    = "t_v3"  // format v3: deletion vectors
+	tablePlain = "plain" // empty, format v2: the baseline appends the changes' rows here
+)
+
+// Workload sizes: the table has Rows rows written FileRows at a time (one
+// append, hence one data file, per FileRows rows), and Changes change rows
+// are applied: half UPDATE_AFTER of existing keys, a quarter DELETE of
+// existing keys, a quarter INSERT of new keys.
+type Workload struct {
+	Rows, FileRows, Changes int64
+	Layout                  string // flat or daily
+	Keys                    string // clustered or uniform
+}
+
+// batchRows is the size of the generated batches.
+const batchRows = 64 * 1024
+
+// baseTime is the created time of id 0.
+var baseTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var statuses = []string{"new", "paid", "shipped", "delivered", "cancelled", "returned"}
+
+// genRows generates the rows of ids in the table's Arrow schema, version
+// gen of each row (gen 0 is the row as built; gen 1 its update), plus a
+// _change_type column when kinds is not nil. created depends on the id
+// only (a row keeps its creation day across updates); the other values
+// are random, seeded by (gen, first id).
+func genRows(schema *arrow.Schema, ids []int64, gen uint64, kinds []string, fileRows int64) (arrow.RecordBatch, error) {
+	fields := schema.Fields()
+	if kinds != nil {
+		fields = append(fields, arrow.Field{Name: merge.ChangeColumns(schema, "", "")[0].Name, Type: arrow.BinaryTypes.String})
+	}
+	out := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, out)
+	defer b.Release()
+	b.Reserve(len(ids))
+	var first uint64
+	if len(ids) > 0 {
+		first = uint64(ids[0])
+	}
+	rng := rand.New(rand.NewPCG(gen+1, first))
+	usPerRow := int64(24*time.Hour/time.Microsecond) / fileRows
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	var buf [20]byte
+	for c, f := range fields {
+		switch f.Name {
+		case "id":
+			fb := b.Field(c).(*array.Int64Builder)
+			fb.AppendValues(ids, nil)
+		case "customer":
+			fb := b.Field(c).(*array.StringBuilder)
+			for range ids {
+				l := 6 + rng.IntN(15)
+				for j := range l {
+					buf[j] = letters[rng.IntN(len(letters))]
+				}
+				fb.BinaryBuilder.Append(buf[:l])
+			}
+		case "status":
+			fb := b.Field(c).(*array.StringBuilder)
+			for range ids {
+				fb.Append(statuses[rng.IntN(len(statuses))])
+			}
+		case "amount":
+			fb := b.Field(c).(*array.Decimal128Builder)
+			for range ids {
+				fb.Append(decimal128.FromI64(rng.Int64N(100_000_000)))
+			}
+		case "qty":
+			fb := b.Field(c).(*array.Int32Builder)
+			for range ids {
+				fb.Append(1 + rng.Int32N(100))
+			}
+		case "created":
+			fb := b.Field(c).(*array.TimestampBuilder)
+			for _, id := range ids {
+				fb.Append(arrow.Timestamp(baseTime.UnixMicro() + id*usPerRow))
+			}
+		case "score":
+			fb := b.Field(c).(*array.Float64Builder)
+			for range ids {
+				fb.Append(rng.NormFloat64() * 100)
+			}
+		case "_change_type":
+			b.Field(c).(*array.StringBuilder).AppendValues(kinds, nil)
+		default:
+			return nil, fmt.Errorf("applybench: column %s is not one the generator knows", f.Name)
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// span yields ids lo..hi-1 in batches of batchRows, generation gen.
+func span(schema *arrow.Schema, lo, hi int64, gen uint64, fileRows int64) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for start := lo; start < hi; start += batchRows {
+			n := min(int64(batchRows), hi-start)
+			ids := make([]int64, n)
+			for i := range ids {
+				ids[i] = start + int64(i)
+			}
+			rec, err := genRows(schema, ids, gen, nil, fileRows)
+			if !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// build creates the tables of a warehouse for layout: t_v2 and t_v3 with
+// w.Rows rows each, appended w.FileRows rows at a time (one data file per
+// append), and the empty table plain.
+func build(ctx context.Context, warehouse string, w Workload, log func(format string, args ...any)) error {
+	part, ok := layouts[w.Layout]
+	if !ok {
+		return fmt.Errorf("layout %q: want flat or daily", w.Layout)
+	}
+	e, err := bench.Open(ctx, warehouse)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	for _, t := range []struct {
+		name, version string
+		rows          int64
+	}{{tableV2, "2", w.Rows}, {tableV3, "3", w.Rows}, {tablePlain, "2", 0}} {
+		// The target file size is far above a file's FileRows rows, so
+		// that each append writes one file (per partition).
+		props := iceberg.Properties{"format-version": t.version, "write.target-file-size-bytes": fmt.Sprint(int64(1) << 32)}
+		tbl, err := e.Create(t.name, Columns, part, props)
+		if err != nil {
+			return err
+		}
+		as, err := bench.ArrowSchema(ctx, tbl)
+		if err != nil {
+			return err
+		}
+		for lo := int64(0); lo < t.rows; lo += w.FileRows {
+			t0 := time.Now()
+			hi := min(lo+w.FileRows, t.rows)
+			if _, err := e.Append(t.name, func() iter.Seq2[arrow.RecordBatch, error] { return span(as, lo, hi, 0, w.FileRows) }); err != nil {
+				return fmt.Errorf("append ids %d..%d to %s: %w", lo, hi-1, t.name, err)
+			}
+			log("%s: appended ids %d..%d in %.1f s", t.name, lo, hi-1, time.Since(t0).Seconds())
+		}
+	}
+	return nil
+}
+
+// changeKeys returns the ids and change types of the workload's changes, in
+// id order: the changed existing keys (two in three UPDATE_AFTER, one in
+// three DELETE) and then the new keys (INSERT), ids Rows.. onwards.
+//
+// Clustered keys are the 3/4*Changes consecutive ids starting at 8/10 of
+// the table (with ten files, all in the ninth file); uniform keys are
+// spread evenly over all ids, so every file holds some.
+func (w Workload) changeKeys() ([]int64, []string, error) {
+	nIns := w.Changes / 4
+	nOld := w.Changes - nIns
+	if nOld > w.Rows {
+		return nil, nil, fmt.Errorf("%d changes of existing keys in a table of %d rows", nOld, w.Rows)
+	}
+	ids := make([]int64, 0, w.Changes)
+	kinds := make([]string, 0, w.Changes)
+	for k := range nOld {
+		var id int64
+		switch w.Keys {
+		case "clustered":
+			id = w.Rows*8/10 + k
+			if id >= w.Rows {
+				return nil, nil, fmt.Errorf("clustered keys run past the table's %d rows", w.Rows)
+			}
+		case "uniform":
+			id = k * w.Rows / nOld
+		default:
+			return nil, nil, fmt.Errorf("keys %q: want clustered or uniform", w.Keys)
+		}
+		ids = append(ids, id)
+		if k%3 == 2 {
+			kinds = append(kinds, merge.Delete)
+		} else {
+			kinds = append(kinds, merge.UpdateAfter)
+		}
+	}
+	for k := range nIns {
+		ids = append(ids, w.Rows+k)
+		kinds = append(kinds, merge.Insert)
+	}
+	return ids, kinds, nil
+}
+
+// changes generates the workload's change rows in the table's schema plus
+// _change_type: updates and inserts are generation 1 of their rows,
+// deletes carry the key and a before-image (generation 0 values). The
+// caller releases them.
+func (w Workload) changes(schema *arrow.Schema) ([]arrow.RecordBatch, error) {
+	ids, kinds, err := w.changeKeys()
+	if err != nil {
+		return nil, err
+	}
+	var out []arrow.RecordBatch
+	for lo := 0; lo < len(ids); lo += batchRows {
+		hi := min(lo+batchRows, len(ids))
+		rec, err := genRows(schema, ids[lo:hi], 1, kinds[lo:hi], w.FileRows)
+		if err != nil {
+			bench.Release(out)
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// tableRows projects change rows onto the table's columns (dropping
+// _change_type): the rows the baseline appends.
+func tableRows(schema *arrow.Schema, recs []arrow.RecordBatch) []arrow.RecordBatch {
+	out := make([]arrow.RecordBatch, len(recs))
+	for i, r := range recs {
+		out[i] = array.NewRecordBatch(schema, r.Columns()[:schema.NumFields()], r.NumRows())
+	}
+	return out
+}
+
+// modes are the ways the changes are applied; baseline appends the same
+// rows as plain data files.
+var modes = map[string]struct {
+	table string
+	opt   merge.DeleteMode
+	want  string // merge.Result.Mode
+}{
+	"cow":      {tableV2, merge.DeleteAuto, "copy-on-write"},
+	"position": {tableV2, merge.DeletePosition, "merge-on-read"},
+	"dv":       {tableV3, merge.DeletePosition, "merge-on-read"},
+	"equality": {tableV2, merge.DeleteEquality, "merge-on-read (equality deletes)"},
+	"baseline": {tablePlain, 0, ""},
+}
+
+// outcome is what one measured run did.
+type outcome struct {
+	rowsWritten  int64 // data rows added
+	filesScanned int   // data files whose key columns were read (position, dv, cow)
+	tableFiles   int   // data files of the table before the change
+	tableBytes   int64 // their size
+}
+
+// prepared is a measurement set up outside the timed section: the table
+// loaded, the change rows generated.
+type prepared struct {
+	e       *bench.Env
+	w       Workload
+	mode    string
+	table   string
+	schema  *arrow.Schema
+	changes []arrow.RecordBatch
+	before  *table.Snapshot
+}
+
+func prepare(ctx context.Context, warehouse string, w Workload, mode string) (*prepared, error) {
+	m, ok := modes[mode]
+	if !ok {
+		return nil, fmt.Errorf("mode %q: want cow, position, dv, equality or baseline", mode)
+	}
+	e, err := bench.Open(ctx, warehouse)
+	if err != nil {
+		return nil, err
+	}
+	p := &prepared{e: e, w: w, mode: mode, table: m.table}
+	tbl, err := e.Load(m.table)
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("%w (build the warehouse first: -phase build)", err)
+	}
+	p.before = tbl.CurrentSnapshot()
+	if mode != "baseline" && p.before == nil {
+		p.close()
+		return nil, fmt.Errorf("table %s is empty: build the warehouse first (-phase build)", m.table)
+	}
+	if p.schema, err = bench.ArrowSchema(ctx, tbl); err != nil {
+		p.close()
+		return nil, err
+	}
+	if p.changes, err = w.changes(p.schema); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *prepared) close() {
+	bench.Release(p.changes)
+	p.changes = nil
+	p.e.Close()
+}
+
+// run is the timed section: the apply (or the baseline's append). It
+// checks what was done against the workload and returns an error on any
+// difference.
+func (p *prepared) run(ctx context.Context) (*outcome, error) {
+	out := &outcome{}
+	if p.before != nil {
+		out.tableFiles = atoiProp(p.before.Summary.Properties, "total-data-files")
+		out.tableBytes = int64(atoiProp(p.before.Summary.Properties, "total-files-size"))
+	}
+	nIns := p.w.Changes / 4
+	nDel := (p.w.Changes - nIns) / 3
+	nUpd := p.w.Changes - nIns - nDel
+	if p.mode == "baseline" {
+		rows := tableRows(p.schema, p.changes)
+		defer bench.Release(rows)
+		o, err := p.e.Append(p.table, bench.Replay(rows))
+		if err != nil {
+			return nil, err
+		}
+		s := o.CurrentSnapshot()
+		if got := atoiProp(s.Summary.Properties, "added-records"); int64(got) != p.w.Changes {
+			return nil, fmt.Errorf("baseline appended %d rows, want %d", got, p.w.Changes)
+		}
+		out.rowsWritten = p.w.Changes
+		return out, nil
+	}
+	m := modes[p.mode]
+	res, err := merge.Apply(ctx, p.e.Cat, bench.Ident(p.table), p.changes[0].Schema(), bench.Replay(p.changes)(), []string{"id"}, merge.WithDeleteMode(m.opt))
+	if err != nil {
+		return nil, err
+	}
+	if res.Mode != m.want || !res.Committed {
+		return nil, fmt.Errorf("apply ran %q (committed %v), want %q", res.Mode, res.Committed, m.want)
+	}
+	if res.Upserts != nUpd+nIns || res.Deletes != nDel {
+		return nil, fmt.Errorf("apply did %d upserts and %d deletes, want %d and %d", res.Upserts, res.Deletes, nUpd+nIns, nDel)
+	}
+	if res.RowsAdded < nUpd+nIns {
+		return nil, fmt.Errorf("apply added %d rows, want at least %d", res.RowsAdded, nUpd+nIns)
+	}
+	if p.mode != "equality" && (res.Matched != nUpd+nDel || res.RowsRemoved != nUpd+nDel) {
+		return nil, fmt.Errorf("apply matched %d keys and removed %d rows, want %d", res.Matched, res.RowsRemoved, nUpd+nDel)
+	}
+	out.rowsWritten = res.RowsAdded
+	out.filesScanned = res.FilesScanned
+	return out, nil
+}
+
+func atoiProp(p iceberg.Properties, k string) int {
+	var n int
+	if _, err := fmt.Sscan(p[k], &n); err != nil {
+		return -1
+	}
+	return n
+}
