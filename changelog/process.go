@@ -55,6 +55,19 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 		if stopped {
 			return nil
 		}
+		if c.opts.NetChanges {
+			// The reference's net changes run one iterator over the raw
+			// changes of the whole range (RemoveNetCarryoverIterator): a
+			// row's carry-overs are not removed snapshot by snapshot first,
+			// so a row that survives takes the ordinal and snapshot of its
+			// last re-insertion, carry-overs included.
+			if _, err := src.changes(ctx, s, ordinal, func(rec arrow.RecordBatch) error {
+				return out(rec)
+			}); err != nil {
+				return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
+			}
+			continue
+		}
 		// Group the snapshot's raw changes by identifier (update images) or
 		// by whole row (carry-over removal).
 		keyCols := c.dataCols
