@@ -245,8 +245,10 @@ func (c *Changelog) processSnapshot(ctx context.Context, recs []arrow.RecordBatc
 			}
 			if len(dels) >= 2 {
 				r := refs[dels[0]]
-				return nil, fmt.Errorf("%w: Cannot compute updates because there are multiple rows with the same identifier fields([%s]). Please make sure the rows are unique. (snapshot %d, %s)",
-					ErrDuplicateIdentifier, strings.Join(c.idNames, ","), snapshotID, rows.FormatKey(recs[r.b], c.idCols, r.i))
+				// The reference's procedure groups by the identifier columns
+				// and _change_ordinal and names both in its message.
+				return nil, fmt.Errorf("%w: Cannot compute updates because there are multiple rows with the same identifier fields([%s,%s]). Please make sure the rows are unique. (snapshot %d, %s)",
+					ErrDuplicateIdentifier, strings.Join(c.idNames, ","), ChangeOrdinalColumn, snapshotID, rows.FormatKey(recs[r.b], c.idCols, r.i))
 			}
 			if len(dels) == 1 && len(ins) >= 1 {
 				kinds[dels[0]] = UpdateBefore
