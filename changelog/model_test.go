@@ -38,7 +38,7 @@ func TestModel(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, uint64(len(name))))
 					runModel(t, rng, steps, iceberg.Properties{
-						"format-version":     fv,
+						"format-version":    fv,
 						"write.delete.mode": mode,
 						"write.update.mode": mode,
 					}, part)
