@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,32 +55,47 @@ func RunFloe(ctx context.Context, bin, dir string, args ...string) ([]byte, erro
 	return out, nil
 }
 
-// Floe runs the floe executable on one warehouse's embedded catalog: every
-// command gets --warehouse Warehouse.Dir and runs in Dir. Methods are safe for
+// Floe runs the floe executable against one catalog: every command gets the
+// Global flags (--warehouse DIR for a warehouse's embedded catalog, or
+// --config FILE --catalog NAME) and runs in Dir. Methods are safe for
 // concurrent use (each runs its own process), though commits to one table
 // from concurrent commands may conflict as they would for any two writers.
 type Floe struct {
 	// Bin is the floe executable (see FloeBinary).
 	Bin string
-	// Warehouse is the warehouse floe's embedded catalog lives in.
-	Warehouse *Warehouse
+	// Global are the flags given before every command's own arguments.
+	Global []string
 	// Dir is the working directory of the commands (input files given by
 	// relative paths resolve against it).
 	Dir string
 }
 
 // Floe returns a runner of the floe binary (built once per test binary by
-// FloeBinary) on this warehouse, working in the warehouse directory. It fails
-// tb when the binary does not build.
+// FloeBinary) on this warehouse's embedded catalog (--warehouse), working in
+// the warehouse directory. It fails tb when the binary does not build.
 func (w *Warehouse) Floe(tb testing.TB) *Floe {
 	tb.Helper()
-	return &Floe{Bin: FloeBinary(tb), Warehouse: w, Dir: w.Dir}
+	return &Floe{Bin: FloeBinary(tb), Global: []string{"--warehouse", w.Dir}, Dir: w.Dir}
 }
 
-// Run runs floe with --warehouse and args and returns its standard output;
-// failures are *FloeError values.
+// Floe returns a runner of the floe binary on this REST server: it writes a
+// catalog configuration file (pyiceberg's format, catalog name, type rest,
+// the server's uri) into dir and passes --config and --catalog. It fails tb
+// when the binary does not build or the file cannot be written.
+func (s *RESTServer) Floe(tb testing.TB, name, dir string) *Floe {
+	tb.Helper()
+	cfg := filepath.Join(dir, "floe-rest.yaml")
+	text := fmt.Sprintf("catalog:\n  %s:\n    type: rest\n    uri: %s\n", name, s.URI)
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		tb.Fatalf("interop: writing %s: %v", cfg, err)
+	}
+	return &Floe{Bin: FloeBinary(tb), Global: []string{"--config", cfg, "--catalog", name}, Dir: dir}
+}
+
+// Run runs floe with the Global flags and args and returns its standard
+// output; failures are *FloeError values.
 func (f *Floe) Run(ctx context.Context, args ...string) ([]byte, error) {
-	return RunFloe(ctx, f.Bin, f.Dir, append([]string{"--warehouse", f.Warehouse.Dir}, args...)...)
+	return RunFloe(ctx, f.Bin, f.Dir, append(append([]string{}, f.Global...), args...)...)
 }
 
 // Rows runs a floe command that prints rows (table scan, changelog) with
