@@ -25,11 +25,13 @@ import (
 type lab struct {
 	t     *testing.T
 	ctx   context.Context
-	wh    *interop.Warehouse
+	wh    *interop.Warehouse // the embedded catalog's warehouse; input files go in its directory
 	floe  *interop.Floe
 	spark *interop.Spark
 	sess  string
 	py    *interop.Py
+	pyCat interop.CatalogSpec // PyIceberg's catalog on the same tables
+	rest  bool                // the catalog is the REST server, not wh's catalog.db
 }
 
 // newLab creates the warehouse with floe (floe namespace create ns, so floe's
@@ -42,15 +44,47 @@ func newLab(t *testing.T, namespace string) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lab{t: t, ctx: testCtx(t), wh: wh, floe: wh.Floe(t), spark: spark, py: py}
+	l := &lab{t: t, ctx: testCtx(t), wh: wh, floe: wh.Floe(t), spark: spark, py: py, pyCat: wh.PyIceberg()}
 	if _, err := l.floe.Run(l.ctx, "namespace", "create", namespace); err != nil {
 		t.Fatal(err)
 	}
-	conf := wh.SparkConf()
+	l.sess = spark.TestSession(t, sessionConf(wh.SparkConf()))
+	return l
+}
+
+// sessionConf adds the lab's Spark SQL settings to a catalog's conf.
+func sessionConf(conf map[string]string) map[string]string {
 	// As in Iceberg's own Spark tests (ExtensionsTestBase): INSERT OVERWRITE
 	// replaces only the partitions its rows fall in.
 	conf["spark.sql.sources.partitionOverwriteMode"] = "dynamic"
-	l.sess = spark.TestSession(t, conf)
+	return conf
+}
+
+// newRESTLab is newLab on Apache Iceberg's REST catalog server, started for
+// the test: floe reaches it through a catalog configuration file (--config,
+// --catalog), Spark and PyIceberg as REST catalogs; the warehouse directory
+// only holds input files.
+func newRESTLab(t *testing.T, namespace string) *lab {
+	t.Helper()
+	e := interop.Require(t)
+	spark := interop.SharedSpark(t)
+	py := interop.SharedPy(t)
+	ctx := testCtx(t)
+	srv, err := interop.StartREST(ctx, e, interop.RESTOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	wh, err := interop.NewWarehouse(filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab{t: t, ctx: ctx, wh: wh, floe: srv.Floe(t, "rest", wh.Dir), spark: spark, py: py,
+		pyCat: srv.PyIceberg("floe"), rest: true}
+	if _, err := l.floe.Run(l.ctx, "namespace", "create", namespace); err != nil {
+		t.Fatal(err)
+	}
+	l.sess = spark.TestSession(t, sessionConf(srv.SparkConf("floe")))
 	return l
 }
 
