@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
@@ -30,7 +31,10 @@ func sqliteDSN(path string) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
-	return "file:" + path + "?" + q.Encode()
+	// NB: in a SQLite URI filename, '?' starts the parameters and '#' a
+	// fragment; escape them (and '%') so any folder name works.
+	escaped := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + escaped + "?" + q.Encode()
 }
 
 func openSQLite(path string) (*sql.DB, error) {

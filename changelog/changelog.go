@@ -10,6 +10,7 @@ package changelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -89,7 +90,10 @@ type Options struct {
 	RowFilter func(context.Context, arrow.RecordBatch) (arrow.RecordBatch, error)
 
 	// MemoryBudget bounds the rows held while grouping (0 = 256 MiB); the
-	// rest spills to TempDir ("" = the system's).
+	// rest spills to TempDir ("" = the system's). A snapshot that rewrites
+	// files also holds up to a quarter of it in recent rows of the old and
+	// new files while it pairs their identical rows, so the rows held stay
+	// under 1.25 times the budget (plus the batches being read).
 	MemoryBudget int64
 	TempDir      string
 }
@@ -289,7 +293,7 @@ func (c *Changelog) Rows(ctx context.Context) iter.Seq2[arrow.RecordBatch, error
 			}
 			return yield(out, nil)
 		}
-		if err := c.run(ctx, emit); err != nil {
+		if err := c.run(ctx, emit); err != nil && !errors.Is(err, errStopped) {
 			yield(nil, err)
 		}
 	}

@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,6 +14,10 @@ import (
 	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
 )
+
+// errStopped ends the reading of raw changes once the consumer of Rows
+// has stopped; run returns nil for it.
+var errStopped = errors.New("changelog: the consumer stopped reading")
 
 // run computes the changelog and hands each output batch (full schema:
 // all data columns and the metadata columns) to emit, which takes it.
@@ -39,7 +44,7 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 	out := func(rec arrow.RecordBatch) error {
 		if stopped {
 			rec.Release()
-			return nil
+			return errStopped
 		}
 		if global != nil {
 			err := global.Add(ctx, rec)
@@ -61,30 +66,40 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 			// row's carry-overs are not removed snapshot by snapshot first,
 			// so a row that survives takes the ordinal and snapshot of its
 			// last re-insertion, carry-overs included.
-			if _, err := src.changes(ctx, s, ordinal, func(rec arrow.RecordBatch) error {
-				return out(rec)
+			if _, err := src.changes(ctx, s, ordinal, func(kinds) func(arrow.RecordBatch) error {
+				return out
 			}); err != nil {
 				return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
 			}
 			continue
 		}
 		// Group the snapshot's raw changes by identifier (update images) or
-		// by whole row (carry-over removal).
+		// by whole row (carry-over removal), unless they need neither.
 		keyCols := c.dataCols
 		if c.updates {
 			keyCols = c.idCols
 		}
-		part := rows.NewPartitioner(c.full, keyCols, c.opts.MemoryBudget, c.opts.TempDir)
-		k, err := src.changes(ctx, s, ordinal, func(rec arrow.RecordBatch) error {
-			err := part.Add(ctx, rec)
-			rec.Release()
-			return err
+		var part *rows.Partitioner
+		_, err := src.changes(ctx, s, ordinal, func(k kinds) func(arrow.RecordBatch) error {
+			if c.direct(k) {
+				return out
+			}
+			part = rows.NewPartitioner(c.full, keyCols, c.opts.MemoryBudget, c.opts.TempDir)
+			return func(rec arrow.RecordBatch) error {
+				err := part.Add(ctx, rec)
+				rec.Release()
+				return err
+			}
 		})
 		if err != nil {
-			part.Close()
+			if part != nil {
+				part.Close()
+			}
 			return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
 		}
-		_ = k
+		if part == nil {
+			continue
+		}
 		for recs, err := range part.Partitions() {
 			if err != nil {
 				part.Close()
@@ -134,6 +149,22 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 	return nil
 }
 
+// direct reports whether the raw changes of a snapshot that may produce
+// the change types k are already its changes, so that they can go out as
+// they are read instead of being grouped: with only inserts, or only
+// deletes and no update images, no DELETE/INSERT pair can cancel as a
+// carry-over or become an update (an append-only snapshot, a merge-on-read
+// delete). Deletes alone still need grouping when update images are asked
+// for, because two deletes of one identifier are an error there.
+//
+// NB: k is exact for tables that follow the spec, where a snapshot that
+// replaces a deletion vector removes the old one; were a table to carry
+// two vectors for one file, rows the newer one no longer deletes would
+// come out as inserts without being cancelled against identical deletes.
+func (c *Changelog) direct(k kinds) bool {
+	return !k.deletes || (!k.inserts && !c.updates)
+}
+
 // rowRef is one row of a partition: which batch, which row, its change
 // type, and its keys.
 type rowRef struct {
@@ -177,39 +208,67 @@ func (c *Changelog) refs(recs []arrow.RecordBatch, withID bool) []rowRef {
 	return out
 }
 
-// removeCarryovers cancels DELETE/INSERT pairs of identical rows within
-// one snapshot, as a multiset: of each distinct row, max(0, d-i) deletes
-// or max(0, i-d) inserts survive, the first ones in order (NULL equals
-// NULL).
-func removeCarryovers(refs []rowRef) []rowRef {
-	type count struct{ d, i int }
-	counts := map[string]*count{}
-	for _, r := range refs {
-		ct := counts[r.full]
-		if ct == nil {
-			ct = &count{}
-			counts[r.full] = ct
-		}
-		if r.kind == Delete {
-			ct.d++
-		} else {
-			ct.i++
+// survivors removes carry-overs from one partition of a snapshot's raw
+// changes: DELETE/INSERT pairs of identical rows cancel as a multiset, so
+// of each distinct row max(0, d-i) deletes or max(0, i-d) inserts
+// survive, the first ones in order (NULL equals NULL). It returns the
+// surviving rows without identifier keys.
+func (c *Changelog) survivors(recs []arrow.RecordBatch) []rowRef {
+	n := c.dataSch.NumFields()
+	total := 0
+	for _, r := range recs {
+		total += int(r.NumRows())
+	}
+	// NB: rows are grouped by hash with an exact comparison (rowGroups)
+	// rather than by a map of their encoded keys: a copy-on-write snapshot
+	// holds every row of the rewritten files twice, and a key string per
+	// row costs several times the row itself.
+	g := newRowGroups(recs, c.dataCols, total/2)
+	groupOf := make([]int32, 0, total)
+	var dels, ins []int32
+	for b, rec := range recs {
+		kinds := rec.Column(n).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			id := g.add(b, i)
+			if int(id) == len(dels) {
+				dels = append(dels, 0)
+				ins = append(ins, 0)
+			}
+			if kinds.Value(i) == Delete {
+				dels[id]++
+			} else {
+				ins[id]++
+			}
+			groupOf = append(groupOf, id)
 		}
 	}
-	keep := map[string]*count{}
-	for k, ct := range counts {
-		m := min(ct.d, ct.i)
-		keep[k] = &count{d: ct.d - m, i: ct.i - m}
+	for id := range dels {
+		m := min(dels[id], ins[id])
+		dels[id] -= m
+		ins[id] -= m
 	}
 	var out []rowRef
-	for _, r := range refs {
-		k := keep[r.full]
-		if r.kind == Delete && k.d > 0 {
-			k.d--
-			out = append(out, r)
-		} else if r.kind != Delete && k.i > 0 {
-			k.i--
-			out = append(out, r)
+	k := 0
+	for b, rec := range recs {
+		kinds := rec.Column(n).(*array.String)
+		ords := rec.Column(n + 1).(*array.Int32)
+		snaps := rec.Column(n + 2).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			id := groupOf[k]
+			k++
+			kind := kinds.Value(i)
+			if kind == Delete {
+				if dels[id] == 0 {
+					continue
+				}
+				dels[id]--
+			} else {
+				if ins[id] == 0 {
+					continue
+				}
+				ins[id]--
+			}
+			out = append(out, rowRef{b: b, i: i, kind: kind, ordinal: ords.Value(i), snapshot: snaps.Value(i)})
 		}
 	}
 	return out
@@ -219,7 +278,14 @@ func removeCarryovers(refs []rowRef) []rowRef {
 // raw changes and, when asked, pairs DELETE and INSERT of one identifier
 // into UPDATE_BEFORE and UPDATE_AFTER.
 func (c *Changelog) processSnapshot(ctx context.Context, recs []arrow.RecordBatch, snapshotID int64) (arrow.RecordBatch, error) {
-	refs := removeCarryovers(c.refs(recs, c.updates))
+	refs := c.survivors(recs)
+	if c.updates {
+		var buf []byte
+		for i := range refs {
+			buf = rows.AppendKey(buf[:0], recs[refs[i].b], c.idCols, refs[i].i)
+			refs[i].id = string(buf)
+		}
+	}
 	kinds := make([]string, len(refs))
 	for i, r := range refs {
 		kinds[i] = r.kind

@@ -3,6 +3,7 @@ package changelog
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -117,8 +118,11 @@ type kinds struct{ inserts, deletes bool }
 // rows of added data files minus the deletes that apply to them in s,
 // rows of removed data files that were live before s, and rows of other
 // files whose delete files s changed (deleted by a new position delete,
-// deletion vector or equality delete; or revived by a removed one).
-func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, emit func(arrow.RecordBatch) error) (kinds, error) {
+// deletion vector or equality delete; or revived by a removed one). Once
+// the snapshot's files are known, and before any row is read, sink is
+// told which change types the snapshot may produce and returns the
+// function that takes each batch of changes.
+func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, sink func(kinds) func(arrow.RecordBatch) error) (kinds, error) {
 	meta := src.c.tbl.Metadata()
 	files, err := filesOf(ctx, src.fs, s)
 	if err != nil {
@@ -154,6 +158,7 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		inserts: len(files.addedData) > 0 || len(files.removedDeletes) > 0,
 		deletes: len(files.removedData) > 0 || len(files.addedDeletes) > 0,
 	}
+	emit := sink(k)
 	r := src.c.reader
 	mk := func(rec arrow.RecordBatch, kind string) error {
 		out, err := withMeta(src.c.full, rec, kind, ordinal, s.SnapshotID)
@@ -163,24 +168,40 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		err = emit(out)
 		return err
 	}
-	for _, e := range files.addedData {
-		var d scan.Deletes
-		if after != nil {
-			d = after.DeletesFor(e)
+	afterDeletes := func(e *scan.Entry) scan.Deletes {
+		if after == nil {
+			return scan.Deletes{}
 		}
-		if err := src.emitLive(ctx, r, e.File, d, Insert, mk); err != nil {
-			return k, err
-		}
+		return after.DeletesFor(e)
 	}
-	for _, e := range files.removedData {
-		var d scan.Deletes
+	beforeDeletes := func(e *scan.Entry) scan.Deletes {
 		if before != nil {
 			if pe, ok := before.DataFile(e.Path()); ok {
-				d = before.DeletesFor(pe)
+				return before.DeletesFor(pe)
 			}
 		}
-		if err := src.emitLive(ctx, r, e.File, d, Delete, mk); err != nil {
+		return scan.Deletes{}
+	}
+	if len(files.addedData) > 0 && len(files.removedData) > 0 {
+		// A rewrite: pair identical rows of the removed and added files as
+		// they are read (see pairer).
+		live := func(entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes, kind string) iter.Seq2[arrow.RecordBatch, error] {
+			return src.liveWithMeta(ctx, r, entries, deletes, kind, ordinal, s.SnapshotID)
+		}
+		p := newPairer(ctx, src.c.dataCols, pairWindow(src.c.opts.MemoryBudget), emit)
+		if err := p.run(live(files.removedData, beforeDeletes, Delete), live(files.addedData, afterDeletes, Insert)); err != nil {
 			return k, err
+		}
+	} else {
+		for _, e := range files.addedData {
+			if err := src.emitLive(ctx, r, e.File, afterDeletes(e), Insert, mk); err != nil {
+				return k, err
+			}
+		}
+		for _, e := range files.removedData {
+			if err := src.emitLive(ctx, r, e.File, beforeDeletes(e), Delete, mk); err != nil {
+				return k, err
+			}
 		}
 	}
 	if !deleteChanges {
@@ -274,6 +295,46 @@ func (src *source) emitLive(ctx context.Context, r *scan.Reader, df iceberg.Data
 		}
 	}
 	return nil
+}
+
+// pairWindow is the memory the pairer of a rewrite may hold: a quarter of
+// the changelog's budget, the rest being the partitioner's.
+func pairWindow(budget int64) int64 {
+	if budget <= 0 {
+		budget = rows.DefaultMemoryBudget
+	}
+	return budget / 4
+}
+
+// liveWithMeta streams the live rows of the data files entries (with the
+// delete files deletes gives for each) as raw changes of kind: with the
+// metadata columns, in file order. The consumer takes each batch.
+func (src *source) liveWithMeta(ctx context.Context, r *scan.Reader, entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes,
+	kind string, ordinal int, snapshotID int64) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for _, e := range entries {
+			_, seq, err := r.Live(ctx, e.File, deletes(e), nil)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for b, err := range seq {
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				out, err := withMeta(src.c.full, b.Rec, kind, ordinal, snapshotID)
+				b.Release()
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if !yield(out, nil) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // emitDiff reads a data file once and emits the rows the delete sets db

@@ -12,12 +12,12 @@ import (
 
 func changelogCommand(a *app) *cobra.Command {
 	var (
-		startID, endID       int64
-		startTS, endTS, ref  string
-		idCols, columns      string
+		startID, endID        int64
+		startTS, endTS, ref   string
+		idCols, columns       string
 		where, perKey, output string
-		computeUpdates       bool
-		netChanges           bool
+		computeUpdates        bool
+		netChanges            bool
 	)
 	c := &cobra.Command{
 		Use:   "changelog NS.T",

@@ -104,7 +104,7 @@ func assignments(tbl *table.Table, src string) (tableops.Assign, error) {
 			return nil, usagef("bad --set: %q is not a column of %s (columns: %s)", name, scan.FormatIdent(tbl.Identifier()), names(full))
 		}
 		f := full.Field(idx)
-		p, err := expr.Compile(&expr.Cast{P: a.Value.Pos(), X: a.Value, To: f.Type}, full)
+		p, err := expr.Compile(a.Value, full, expr.WithResultType(f.Type))
 		if err != nil {
 			return nil, exprError("--set", src, fmt.Errorf("column %s: %w", name, err))
 		}
@@ -134,7 +134,7 @@ func assignments(tbl *table.Table, src string) (tableops.Assign, error) {
 			}
 			owned = append(owned, v)
 			if !full.Field(i).Nullable && v.NullN() > 0 {
-				return nil, fmt.Errorf("--set %s: column %s is NOT NULL but the new value is NULL", progs[i].String(), full.Field(i).Name)
+				return nil, fmt.Errorf("--set %s = %s: column %s is NOT NULL but the new value is NULL", full.Field(i).Name, progs[i].String(), full.Field(i).Name)
 			}
 			cols[i] = v
 		}

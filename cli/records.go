@@ -24,6 +24,7 @@ var (
 	tsType     = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 	strMapType = arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String)
 	strList    = arrow.ListOf(arrow.BinaryTypes.String)
+	boolType   = arrow.FixedWidthTypes.Boolean
 )
 
 func (a *app) printColumns(cols []column) error {

@@ -108,13 +108,7 @@ picks a catalog from a pyiceberg-style YAML file (--config or FLOE_CONFIG).`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	pf := root.PersistentFlags()
-	pf.StringVar(&a.warehouse, "warehouse", "", "warehouse folder of the embedded catalog (default ./warehouse, or $FLOE_WAREHOUSE)")
-	pf.StringVar(&a.catalogName, "catalog", "", "use this catalog from the configuration file instead of the embedded one")
-	pf.StringVar(&a.configFile, "config", "", "catalog configuration file (default $FLOE_CONFIG, ~/.floe.yaml or ~/.pyiceberg.yaml)")
-	pf.StringVar(&a.format, "format", "table", "output format: table, jsonl, csv or json")
-	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only results, no progress or messages")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	a.addGlobalFlags(root)
 
 	root.AddCommand(
 		versionCommand(a),
@@ -128,6 +122,18 @@ picks a catalog from a pyiceberg-style YAML file (--config or FLOE_CONFIG).`,
 	}
 	setArgsUsage(root)
 	return root
+}
+
+// addGlobalFlags adds the flags every floe command (and every program
+// built with floe.Main) has.
+func (a *app) addGlobalFlags(root *cobra.Command) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.warehouse, "warehouse", "", "warehouse folder of the embedded catalog (default ./warehouse, or $FLOE_WAREHOUSE)")
+	pf.StringVar(&a.catalogName, "catalog", "", "use this catalog from the configuration file instead of the embedded one")
+	pf.StringVar(&a.configFile, "config", "", "catalog configuration file (default $FLOE_CONFIG, ~/.floe.yaml or ~/.pyiceberg.yaml)")
+	pf.StringVar(&a.format, "format", "table", "output format: table, jsonl, csv or json")
+	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only results, no progress or messages")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 }
 
 // extraCommands are registered by other files of this package as they grow.
@@ -157,7 +163,12 @@ func Main() int {
 
 // Run runs floe with args and returns the exit status.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := NewCommand(stdin, stdout, stderr)
+	return execute(ctx, NewCommand(stdin, stdout, stderr), "floe", args, stderr)
+}
+
+// execute runs cmd with args and turns its error into an exit status,
+// printing it prefixed with the program's name.
+func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string, stderr io.Writer) int {
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
@@ -167,10 +178,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"
 	}
-	fmt.Fprint(stderr, "floe: "+msg)
+	fmt.Fprint(stderr, prog+": "+msg)
 	var u usageError
 	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
-		fmt.Fprintln(stderr, "Run 'floe --help' for usage.")
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", prog)
 		return 2
 	}
 	return 1

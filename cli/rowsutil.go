@@ -15,4 +15,3 @@ func projectRec(rec arrow.RecordBatch, schema *arrow.Schema, idx []int) arrow.Re
 func selectRows(ctx context.Context, rec arrow.RecordBatch, keep []bool) (arrow.RecordBatch, error) {
 	return rows.Select(ctx, rec, keep)
 }
-

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ func tableCommand(a *app) *cobra.Command {
 	}
 	cmd.AddCommand(tableCreate(a), tableList(a), tableDescribe(a), tableSnapshots(a), tableScan(a),
 		tableAppend(a), tableDelete(a), tableUpdate(a), tableOverwrite(a), tableCompact(a),
-		tableBranch(a), tableRollback(a), tableSetCurrent(a), tableRegister(a))
+		tableBranch(a), tableRollback(a), tableSetCurrent(a), tableRegister(a), tableRemoveOrphans(a))
 	return cmd
 }
 
@@ -484,18 +485,24 @@ func (a *app) writeRows(output string, schema *arrow.Schema, seq iter.Seq2[arrow
 	if err != nil {
 		return 0, err
 	}
+	fail := func(err error) (int64, error) {
+		// NB: no Close: it would print a table's trailer or finish a
+		// Parquet file as if the rows were complete.
+		if output != "" {
+			os.Remove(output)
+		}
+		return 0, err
+	}
 	var n int64
 	for rec, err := range seq {
 		if err != nil {
-			w.Close()
-			return n, err
+			return fail(err)
 		}
 		n += rec.NumRows()
 		err = w.Write(rec)
 		rec.Release()
 		if err != nil {
-			w.Close()
-			return n, err
+			return fail(err)
 		}
 	}
 	return n, w.Close()

@@ -60,6 +60,10 @@
 //     equal, delta-rs does not check and refuses column-mapped tables).
 //   - Change types outside the protocol's four are passed through.
 //
+// Package deltasync (delta/deltasync) builds the Delta-to-Iceberg sync on
+// this reader: Table.Metadata, LatestVersion, VersionAtOrAfter,
+// VersionAtOrBefore, Snapshot.Scan and Changes are what it uses.
+//
 // # Errors and concurrency
 //
 // Errors wrap the sentinels of errors.go (test with errors.Is) and name the

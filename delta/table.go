@@ -128,6 +128,21 @@ func (t *Table) LatestSnapshot(ctx context.Context) (*Snapshot, error) {
 	return t.snapshotFrom(ctx, l, l.latest(), true)
 }
 
+// Metadata returns the metaData action in force at version and its parsed
+// schema, replaying only the protocol and metaData actions (no file list),
+// so it is cheap on large tables. Errors are those of Snapshot.
+func (t *Table) Metadata(ctx context.Context, version int64) (Metadata, *StructType, error) {
+	l, err := t.listLog(ctx)
+	if err != nil {
+		return Metadata{}, nil, err
+	}
+	s, err := t.snapshotFrom(ctx, l, version, false)
+	if err != nil {
+		return Metadata{}, nil, err
+	}
+	return s.metadata, s.schema, nil
+}
+
 func (t *Table) snapshotFrom(ctx context.Context, l *logListing, version int64, filesToo bool) (*Snapshot, error) {
 	seg, err := t.segment(l, version)
 	if err != nil {

@@ -183,6 +183,32 @@ func constTree(n node) bool {
 	return true
 }
 
+// store converts the result of e to type dt under Spark's ANSI store
+// assignment rules (see WithResultType).
+func (b *binder) store(x node, e Expr, dt arrow.DataType) (node, error) {
+	from := x.dataType()
+	ff, tf := familyOf(from), familyOf(dt)
+	ok := false
+	switch {
+	case ff == famNull || arrow.TypeEqual(from, dt):
+		ok = true
+	case isNumeric(from) && isNumeric(dt):
+		ok = true
+	case (ff == famDate || ff == famTimestamp) && (tf == famDate || tf == famTimestamp):
+		ok = true
+	case ff == tf && (ff == famString || ff == famBinary || ff == famTime):
+		ok = true
+	}
+	if !ok {
+		return nil, bindErr(e.Pos(), ErrType, "cannot store %s into a column of type %s", describe(e, from), typeName(dt))
+	}
+	n, err := b.castTo(x, dt, e)
+	if err != nil {
+		return nil, err
+	}
+	return b.fold(n), nil
+}
+
 // toBool checks that x is boolean; a NULL literal becomes a NULL boolean.
 func (b *binder) toBool(x node, e Expr, what string) (node, error) {
 	switch familyOf(x.dataType()) {

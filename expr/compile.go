@@ -18,6 +18,7 @@ type Option func(*options)
 type options struct {
 	mem        memory.Allocator
 	qualifiers []string
+	resultType arrow.DataType
 }
 
 // WithAllocator makes the Program allocate its results and temporaries from
@@ -32,6 +33,16 @@ func WithAllocator(mem memory.Allocator) Option {
 // condition written with a table alias on that table's own rows.
 func WithQualifier(alias string) Option {
 	return func(o *options) { o.qualifiers = append(o.qualifiers, alias) }
+}
+
+// WithResultType makes the Program convert its result to dt, as when a
+// value is stored into a column of that type (UPDATE SET, INSERT VALUES):
+// numbers convert to any numeric type with ANSI overflow checks (an
+// *EvalError at run time), dates and timestamps to each other, strings and
+// binaries within their kind, NULL to anything; other combinations, such as
+// a string into a number column, are an ErrType *BindError.
+func WithResultType(dt arrow.DataType) Option {
+	return func(o *options) { o.resultType = dt }
 }
 
 // Program is an expression bound to an Arrow schema, ready to evaluate on
@@ -65,6 +76,11 @@ func Compile(e Expr, schema *arrow.Schema, opts ...Option) (*Program, error) {
 	root, err := b.bind(e)
 	if err != nil {
 		return nil, err
+	}
+	if o.resultType != nil {
+		if root, err = b.store(root, e, o.resultType); err != nil {
+			return nil, err
+		}
 	}
 	used := make([]int, 0, len(b.used))
 	for i := range b.used {

@@ -20,6 +20,7 @@ import (
 //	rows            one JSON object per line; replaces the current batch
 //	parse           the input parsed and printed back, or the error with a caret
 //	eval            the type of the result and one value per row
+//	                (qualifier=alias: WithQualifier; type=t: WithResultType)
 //	mask            the Mask of a predicate
 //	filter          the rows Filter keeps
 //	assign          ParseAssignments printed back
@@ -115,8 +116,15 @@ func (s *ddState) run(t *testing.T, d *datadriven.TestData) string {
 		var opts []Option
 		opts = append(opts, WithAllocator(s.mem))
 		for _, arg := range d.CmdArgs {
-			if arg.Key == "qualifier" {
+			switch arg.Key {
+			case "qualifier":
 				opts = append(opts, WithQualifier(arg.Vals[0]))
+			case "type":
+				dt, err := parseTestType(strings.Join(arg.Vals, ","))
+				if err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				opts = append(opts, WithResultType(dt))
 			}
 		}
 		p, err := Compile(e, s.schema, opts...)

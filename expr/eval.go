@@ -36,7 +36,11 @@ func active(sel []byte, i int) bool { return sel == nil || bitutil.BitIsSet(sel,
 func fallible(n node) bool {
 	switch n := n.(type) {
 	case *castNode:
-		return true
+		// widening numeric and string casts cannot fail; the others can
+		from := n.x.dataType()
+		safe := keepsValues(from, n.to) && !narrows(from, n.to) &&
+			familyOf(from) != famDate && familyOf(from) != famTimestamp && familyOf(from) != famTime
+		return !safe || fallible(n.x)
 	case *arithNode:
 		return !(familyOf(n.dt) == famFloat && n.op != OpDiv && n.op != OpMod) || anyFallible(n.kids())
 	case *negNode:
@@ -131,12 +135,6 @@ func (o *boolOut) set(i int, v bool) {
 func (o *boolOut) setNull(i int) {
 	bitutil.ClearBit(o.vbits, i)
 	o.nulls++
-}
-
-// discard releases the buffers of a result that will not be built.
-func (o *boolOut) discard() {
-	o.data.Release()
-	o.valid.Release()
 }
 
 func (o *boolOut) finish() arrow.Array {

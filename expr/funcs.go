@@ -3,6 +3,7 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 type likeKind int
@@ -184,74 +186,147 @@ func (n *funcNode) dataType() arrow.DataType { return n.dt }
 func (n *funcNode) kids() []node             { return n.args }
 
 func (n *funcNode) eval(ec *evalCtx, sel []byte) (arrow.Array, error) {
-	args := make([]arrow.Array, 0, len(n.args))
-	defer func() {
-		for _, a := range args {
-			a.Release()
+	if n.name == "CONCAT" {
+		ops := make([]operand, 0, len(n.args))
+		defer func() {
+			for _, o := range ops {
+				o.release()
+			}
+		}()
+		for _, k := range n.args {
+			if c, ok := k.(*constNode); ok {
+				ops = append(ops, operand{isConst: true, val: c.val, dt: c.dt})
+				continue
+			}
+			a, err := k.eval(ec, sel)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, operand{arr: a, dt: a.DataType()})
 		}
-	}()
-	for _, k := range n.args {
-		a, err := k.eval(ec, sel)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, a)
+		return concatStrings(ec, ops)
 	}
+	x, err := n.args[0].eval(ec, sel)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Release()
 	switch n.name {
-	case "CONCAT":
-		return concatStrings(ec, args), nil
 	case "LOWER":
-		return mapStrings(ec, args[0], strings.ToLower), nil
+		return mapStrings(ec, x, strings.ToLower)
 	case "UPPER":
-		return mapStrings(ec, args[0], strings.ToUpper), nil
+		return mapStrings(ec, x, strings.ToUpper)
 	case "TRIM":
-		return mapStrings(ec, args[0], func(s string) string { return strings.Trim(s, " ") }), nil
+		return mapStrings(ec, x, func(s string) string { return strings.Trim(s, " ") })
 	case "LENGTH":
-		return length(ec, args[0]), nil
+		return length(ec, x), nil
 	case "ABS":
-		return absolute(ec, args[0], sel, n.src)
+		return absolute(ec, x, sel, n.src)
 	}
 	return nil, fmt.Errorf("expr: no function %s", n.name)
 }
 
-func concatStrings(ec *evalCtx, args []arrow.Array) arrow.Array {
-	strs := make([]func(int) string, len(args))
-	vals := make([]validity, len(args))
-	for i, a := range args {
-		strs[i], vals[i] = stringsOf(a), validityOf(a)
-	}
-	b := array.NewStringBuilder(ec.mem)
-	defer b.Release()
-	b.Reserve(ec.n)
-	var sb strings.Builder
-rows:
-	for i := 0; i < ec.n; i++ {
-		sb.Reset()
-		for k := range args {
-			if !vals[k].ok(i) {
-				b.AppendNull()
-				continue rows
-			}
-			sb.WriteString(strs[k](i))
-		}
-		b.Append(sb.String())
-	}
-	return b.NewArray()
+// stringOut writes a STRING result straight into Arrow buffers.
+type stringOut struct {
+	offs *fixedOut[int32]
+	data *memory.Buffer
+	size int
 }
 
-func mapStrings(ec *evalCtx, a arrow.Array, f func(string) string) arrow.Array {
-	str, v := stringsOf(a), validityOf(a)
-	b := array.NewStringBuilder(ec.mem)
-	defer b.Release()
-	b.Reserve(ec.n)
-	for i := 0; i < ec.n; i++ {
-		if !v.ok(i) {
-			b.AppendNull()
+func newStringOut(mem memory.Allocator, n, sizeHint int) *stringOut {
+	o := &stringOut{offs: newFixedOut[int32](mem, n+1), data: memory.NewResizableBuffer(mem)}
+	o.offs.vals[0] = 0
+	o.data.Resize(max(sizeHint, 64))
+	return o
+}
+
+// write appends s to the current value.
+func (o *stringOut) write(s string) {
+	need := o.size + len(s)
+	if need > o.data.Len() {
+		o.data.Resize(max(need, 2*o.data.Len()))
+	}
+	copy(o.data.Bytes()[o.size:], s)
+	o.size = need
+}
+
+// end closes value i (NULL when null is set).
+func (o *stringOut) end(i int, null bool) {
+	if null {
+		o.offs.setNull(i)
+	}
+	o.offs.vals[i+1] = int32(o.size)
+}
+
+func (o *stringOut) finish(n int) (arrow.Array, error) {
+	if o.size > math.MaxInt32 {
+		o.offs.discard()
+		o.data.Release()
+		return nil, fmt.Errorf("%w: string results of one batch exceed 2 GiB", ErrOverflow)
+	}
+	o.data.Resize(o.size)
+	valid := o.offs.valid
+	if o.offs.nulls == 0 {
+		valid.Release()
+		valid = nil
+	}
+	d := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{valid, o.offs.data, o.data}, nil, o.offs.nulls, 0)
+	if valid != nil {
+		valid.Release()
+	}
+	o.offs.data.Release()
+	o.data.Release()
+	defer d.Release()
+	return array.MakeFromData(d), nil
+}
+
+// concatStrings is CONCAT: NULL when any argument is NULL.
+func concatStrings(ec *evalCtx, ops []operand) (arrow.Array, error) {
+	strs := make([]func(int) string, len(ops))
+	vals := make([]validity, len(ops))
+	hint := 0
+	for k, o := range ops {
+		if o.isConst {
+			if o.val == nil {
+				return constNull(ec, arrow.BinaryTypes.String), nil
+			}
+			c := o.val.(string)
+			strs[k], vals[k] = func(int) string { return c }, validity{all: true}
+			hint += len(c) * ec.n
 			continue
 		}
-		b.Append(f(str(i)))
+		strs[k], vals[k] = stringsOf(o.arr), validityOf(o.arr)
+		hint += len(o.arr.Data().Buffers()[2].Bytes())
 	}
-	return b.NewArray()
+	out := newStringOut(ec.mem, ec.n, hint)
+rows:
+	for i := 0; i < ec.n; i++ {
+		for k := range ops {
+			if !vals[k].ok(i) {
+				out.end(i, true)
+				continue rows
+			}
+		}
+		for k := range ops {
+			out.write(strs[k](i))
+		}
+		out.end(i, false)
+	}
+	return out.finish(ec.n)
+}
+
+func mapStrings(ec *evalCtx, a arrow.Array, f func(string) string) (arrow.Array, error) {
+	str, v := stringsOf(a), validityOf(a)
+	out := newStringOut(ec.mem, ec.n, len(a.Data().Buffers()[2].Bytes()))
+	for i := 0; i < ec.n; i++ {
+		if !v.ok(i) {
+			out.end(i, true)
+			continue
+		}
+		out.write(f(str(i)))
+		out.end(i, false)
+	}
+	return out.finish(ec.n)
 }
 
 // length counts characters of strings and bytes of binary values.

@@ -184,7 +184,9 @@ func (c icebergConv) conv(n node, neg bool) (iceberg.BooleanExpression, bool) {
 		if k.val == nil {
 			return alwaysFalse, true
 		}
-		return c.compare(col, t, op, k)
+		e, exact := c.compare(col, t, op, k)
+		// NB: a narrowing cast fails on some rows where Iceberg says TRUE
+		return e, exact && !narrows(col.dt, t)
 	case *inNode:
 		col, t, ok := columnOf(n.x)
 		if !ok {
@@ -194,7 +196,8 @@ func (c icebergConv) conv(n node, neg bool) (iceberg.BooleanExpression, bool) {
 		if not && n.set.hasNull {
 			return alwaysFalse, true // x NOT IN (..., NULL) is never TRUE
 		}
-		return c.in(col, t, n.set, not)
+		e, exact := c.in(col, t, n.set, not)
+		return e, exact && !narrows(col.dt, t)
 	case *likeNode:
 		col, ok := n.x.(*colNode)
 		if !ok || familyOf(col.dt) != famString {
@@ -276,18 +279,62 @@ func isPrimitive(dt arrow.DataType) bool {
 	return true
 }
 
-// columnOf recognises a column, possibly under an implicit cast; t is the
-// type the column's values are compared in.
+// columnOf recognises a column, possibly under a cast that keeps its
+// values (implicit widenings, and explicit casts such as CAST(i AS BIGINT));
+// t is the type the column's values are compared in.
 func columnOf(n node) (*colNode, arrow.DataType, bool) {
 	switch n := n.(type) {
 	case *colNode:
 		return n, n.dt, isPrimitive(n.dt)
 	case *castNode:
-		if col, ok := n.x.(*colNode); ok && isPrimitive(col.dt) {
+		if col, ok := n.x.(*colNode); ok && isPrimitive(col.dt) && keepsValues(col.dt, n.to) {
 			return col, n.to, true
 		}
 	}
 	return nil, nil, false
+}
+
+// narrows reports whether a value-keeping cast from to to can fail with an
+// overflow (CAST(l AS INT), a decimal with fewer integral digits).
+func narrows(from, to arrow.DataType) bool {
+	ff, tf := familyOf(from), familyOf(to)
+	switch {
+	case ff == famInt && tf == famInt:
+		return intBits(to) < intBits(from)
+	case ff == famInt && tf == famDecimal, ff == famDecimal && tf == famDecimal:
+		fd, td := decimalOf(from), to.(*arrow.Decimal128Type)
+		return td.Precision-td.Scale < fd.Precision-fd.Scale
+	}
+	return false
+}
+
+// keepsValues reports whether casting from to to maps every value to the
+// same number, instant or string, or fails: then comparing the cast column
+// with a constant is comparing the column itself. Casts that round or
+// truncate (to fewer decimal places, DOUBLE to FLOAT, TIMESTAMP to DATE,
+// anything to or from STRING) do not, and a column under one is not
+// expressible in Iceberg.
+func keepsValues(from, to arrow.DataType) bool {
+	ff, tf := familyOf(from), familyOf(to)
+	switch {
+	case ff == famInt && tf == famInt, ff == famInt && tf == famDecimal:
+		return true
+	case ff == famInt && tf == famFloat:
+		return true // exact below 2^24 or 2^53, which constRational checks
+	case ff == famDecimal && tf == famDecimal:
+		return to.(*arrow.Decimal128Type).Scale >= from.(*arrow.Decimal128Type).Scale
+	case ff == famFloat && tf == famFloat:
+		return to.ID() == arrow.FLOAT64 || from.ID() == arrow.FLOAT32
+	case ff == famDate && tf == famTimestamp:
+		return true
+	case ff == famTimestamp && tf == famTimestamp:
+		return to.(*arrow.TimestampType).Unit >= from.(*arrow.TimestampType).Unit
+	case ff == famTime && tf == famTime:
+		return to.(*arrow.Time64Type).Unit >= from.(*arrow.Time64Type).Unit
+	case ff == famString && tf == famString, ff == famBinary && tf == famBinary:
+		return true
+	}
+	return false
 }
 
 func columnAndConst(a, b node) (*colNode, arrow.DataType, *constNode, bool) {

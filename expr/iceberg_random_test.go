@@ -36,6 +36,10 @@ var pruneSchema = iceberg.NewSchema(0,
 	iceberg.NestedField{ID: 10, Name: "ntz", Type: iceberg.PrimitiveTypes.Timestamp},
 )
 
+// rowSchema adds a nanosecond timestamp (Iceberg v3) for the row-level test.
+var rowSchema = iceberg.NewSchema(0, append(pruneSchema.Fields(),
+	iceberg.NestedField{ID: 11, Name: "tns", Type: iceberg.PrimitiveTypes.TimestampNs})...)
+
 // pruneRows draws rows around a per-file centre so that files have
 // different min/max statistics; NULLs, NaN and -0.0 included.
 func pruneRows(r *rand.Rand, mem memory.Allocator, schema *arrow.Schema, n int) arrow.RecordBatch {
@@ -61,6 +65,7 @@ func pruneRows(r *rand.Rand, mem memory.Allocator, schema *arrow.Schema, n int) 
 			day + int64(r.IntN(2)),
 			(day+int64(r.IntN(2)))*microsPerDay + int64(r.IntN(4))*microsPerDay/4 + int64(r.IntN(3)-1),
 			day*microsPerDay + int64(r.IntN(3)-1)*microsPerDay/2,
+			(day*microsPerDay+int64(r.IntN(3)-1)*microsPerDay/4)*1000 + int64(r.IntN(3)-1),
 		}
 		switch r.IntN(10) {
 		case 0:
@@ -90,9 +95,12 @@ func pruneRows(r *rand.Rand, mem memory.Allocator, schema *arrow.Schema, n int) 
 	return rec
 }
 
-// predGen writes random predicates over pruneSchema, mixing parts Iceberg
-// can express with parts it cannot.
-type predGen struct{ r *rand.Rand }
+// predGen writes random predicates over pruneSchema (and tns with ns set),
+// mixing parts Iceberg can express with parts it cannot.
+type predGen struct {
+	r  *rand.Rand
+	ns bool
+}
 
 func (g *predGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 
@@ -109,15 +117,18 @@ func (g *predGen) literal(col string) string {
 	case "dt":
 		return g.pick("DATE '2024-01-02'", "'2024-01-04'", "TIMESTAMP '2024-01-03 12:00:00'", "DATE '2023-12-31'", "TIMESTAMP '2024-01-05 00:00:00'")
 	}
-	return g.pick("TIMESTAMP '2024-01-02 06:00:00'", "DATE '2024-01-03'", "'2024-01-04'", "TIMESTAMP_NTZ '2024-01-05 00:00:00.000001'",
+	return g.pick("TIMESTAMP '2024-01-02 06:00:00'", "TIMESTAMP '2024-01-03 06:00:00.000001'", "DATE '2024-01-03'", "'2024-01-04'", "TIMESTAMP_NTZ '2024-01-05 00:00:00.000001'",
 		"TIMESTAMP '2024-01-02 23:59:59.999999+01:00'", "TIMESTAMP '2024-01-06 12:00:00'")
 }
 
 func (g *predGen) leaf() string {
 	cols := []string{"i", "l", "d", "f", "g", "s", "dt", "ts", "ntz"}
+	if g.ns {
+		cols = append(cols, "tns")
+	}
 	col := cols[g.r.IntN(len(cols))]
 	op := g.pick("=", "<>", "<", "<=", ">", ">=")
-	switch g.r.IntN(14) {
+	switch g.r.IntN(15) {
 	case 0, 1, 2, 3:
 		return fmt.Sprintf("%s %s %s", col, op, g.literal(col))
 	case 4:
@@ -143,6 +154,11 @@ func (g *predGen) leaf() string {
 		return fmt.Sprintf("(%s %s %s) IS %s%s", col, op, g.literal(col), g.pick("", "NOT "), g.pick("TRUE", "FALSE"))
 	case 12:
 		return fmt.Sprintf("%s %s %s", g.pick("1", "NULL", "2"), op, g.pick("1", "NULL"))
+	case 13:
+		return g.pick("CAST(d AS DECIMAL(5,1)) "+op+" "+g.literal("d"), "CAST(f AS FLOAT) "+op+" "+g.literal("f"),
+			"CAST(ts AS DATE) "+op+" "+g.literal("dt"), "CAST(l AS DOUBLE) "+op+" "+g.literal("l"),
+			"CAST(i AS BIGINT) "+op+" "+g.literal("i"), "CAST(dt AS TIMESTAMP) "+op+" "+g.literal("ts"),
+			"CAST(g AS DOUBLE) "+op+" "+g.literal("g"), "CAST(l AS INT) "+op+" "+g.literal("l"))
 	}
 	return fmt.Sprintf("%s %s %s", col, op, g.literal(col))
 }
@@ -185,6 +201,8 @@ func toIcebergRow(rec arrow.RecordBatch, row int, sc *iceberg.Schema) icebergRow
 			out[c] = iceberg.Date(v.(int64))
 		case iceberg.TimestampType, iceberg.TimestampTzType:
 			out[c] = iceberg.Timestamp(v.(int64))
+		case iceberg.TimestampNsType:
+			out[c] = iceberg.TimestampNano(v.(int64))
 		default:
 			out[c] = v
 		}
@@ -201,8 +219,8 @@ func TestIcebergRowsConservative(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
-	schema := icebergArrowSchema(pruneSchema)
-	g := &predGen{r: r}
+	schema := icebergArrowSchema(rowSchema)
+	g := &predGen{r: r, ns: true}
 	var exactCount, accepted, widened int
 	for it := 0; it < *itersFlag; it++ {
 		src := g.pred(1 + r.IntN(3))
@@ -214,11 +232,11 @@ func TestIcebergRowsConservative(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		ice, exact, err := ToIceberg(e, pruneSchema)
+		ice, exact, err := ToIceberg(e, rowSchema)
 		if err != nil {
 			t.Fatalf("ToIceberg(%s): %v", src, err)
 		}
-		eval, err := iceberg.ExpressionEvaluator(pruneSchema, ice, true)
+		eval, err := iceberg.ExpressionEvaluator(rowSchema, ice, true)
 		if err != nil {
 			t.Fatalf("%s: iceberg-go cannot bind %s: %v", src, ice, err)
 		}
@@ -232,7 +250,7 @@ func TestIcebergRowsConservative(t *testing.T) {
 			continue // e.g. a cast that fails on these rows
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
-			ok, err := eval(toIcebergRow(rec, i, pruneSchema))
+			ok, err := eval(toIcebergRow(rec, i, rowSchema))
 			if err != nil {
 				t.Fatalf("%s: iceberg evaluation: %v", src, err)
 			}

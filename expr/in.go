@@ -117,13 +117,30 @@ func (n *inNode) eval(ec *evalCtx, sel []byte) (arrow.Array, error) {
 		}
 	}
 	lookupInts := func(vals func(i int) int64) {
+		small := len(n.set.ints) <= 8
+		keys := make([]int64, 0, len(n.set.ints))
+		for k := range n.set.ints {
+			keys = append(keys, k)
+		}
 		for i := 0; i < ec.n; i++ {
 			if !v.ok(i) {
 				out.setNull(i)
 				continue
 			}
-			_, ok := n.set.ints[vals(i)]
-			put(i, ok)
+			x := vals(i)
+			found := false
+			if small {
+				// NB: a linear scan beats hashing for short lists
+				for _, k := range keys {
+					if k == x {
+						found = true
+						break
+					}
+				}
+			} else {
+				_, found = n.set.ints[x]
+			}
+			put(i, found)
 		}
 	}
 	switch a := x.(type) {

@@ -44,6 +44,7 @@ const (
 	NotMatchedBySource
 )
 
+// String returns the kind as written in a WHEN clause.
 func (k MatchKind) String() string {
 	return [...]string{"MATCHED", "NOT MATCHED", "NOT MATCHED BY SOURCE"}[k]
 }

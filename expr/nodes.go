@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 )
@@ -154,8 +155,67 @@ func castFast(ec *evalCtx, arr arrow.Array, to arrow.DataType) arrow.Array {
 		return intsToFloat[float32](ec, arr, to)
 	case from.ID() == arrow.FLOAT32 && to.ID() == arrow.FLOAT64:
 		return convertFixed[float32, float64](ec, arr, to)
+	case ff == famInt && tf == famDecimal:
+		dt := to.(*arrow.Decimal128Type)
+		if dt.Precision-dt.Scale < decimalOf(from).Precision {
+			return nil // may overflow: the checked path reports it
+		}
+		mul := decimal128.GetScaleMultiplier(int(dt.Scale))
+		return mapInts(ec, arr, to, func(v int64) decimal128.Num { return decimal128.FromI64(v).Mul(mul) })
+	case ff == famDecimal && tf == famDecimal:
+		fd, td := from.(*arrow.Decimal128Type), to.(*arrow.Decimal128Type)
+		if td.Scale < fd.Scale || td.Precision-td.Scale < fd.Precision-fd.Scale {
+			return nil // rounds or may overflow: the checked path
+		}
+		if td.Scale == fd.Scale {
+			// same unscaled values, wider type: share the buffers
+			d := array.NewData(to, arr.Len(), arr.Data().Buffers(), nil, arr.NullN(), arr.Data().Offset())
+			defer d.Release()
+			return array.MakeFromData(d)
+		}
+		mul := decimal128.GetScaleMultiplier(int(td.Scale - fd.Scale))
+		return mapDecimals(ec, arr, to, func(v decimal128.Num) decimal128.Num { return v.Mul(mul) })
+	case ff == famDecimal && tf == famFloat:
+		scale := from.(*arrow.Decimal128Type).Scale
+		if to.ID() == arrow.FLOAT32 {
+			return mapDecimals(ec, arr, to, func(v decimal128.Num) float32 { return float32(decimalToFloat(v, scale)) })
+		}
+		return mapDecimals(ec, arr, to, func(v decimal128.Num) float64 { return decimalToFloat(v, scale) })
 	}
 	return nil
+}
+
+// mapInts converts an integer array of any width value by value.
+func mapInts[R arrow.FixedWidthType](ec *evalCtx, arr arrow.Array, to arrow.DataType, f func(int64) R) arrow.Array {
+	switch arr.DataType().ID() {
+	case arrow.INT8:
+		return mapValues(ec, arr, to, func(v int8) R { return f(int64(v)) })
+	case arrow.INT16:
+		return mapValues(ec, arr, to, func(v int16) R { return f(int64(v)) })
+	case arrow.INT32:
+		return mapValues(ec, arr, to, func(v int32) R { return f(int64(v)) })
+	}
+	return mapValues(ec, arr, to, f)
+}
+
+func mapDecimals[R arrow.FixedWidthType](ec *evalCtx, arr arrow.Array, to arrow.DataType, f func(decimal128.Num) R) arrow.Array {
+	return mapValues(ec, arr, to, f)
+}
+
+// mapValues converts every value (NULLs included, their values are
+// ignored) of a fixed-width array with a function that cannot fail.
+func mapValues[T, R arrow.FixedWidthType](ec *evalCtx, arr arrow.Array, to arrow.DataType, f func(T) R) arrow.Array {
+	src := arrow.GetValues[T](arr.Data(), 1)
+	n := arr.Len()
+	o := newFixedOut[R](ec.mem, n)
+	for i, v := range src[:n] {
+		o.vals[i] = f(v)
+	}
+	if v := validityOf(arr); !v.all {
+		bitutil.CopyBitmap(v.bits, v.off, n, o.bits, 0)
+		o.nulls = arr.NullN()
+	}
+	return o.finish(to)
 }
 
 func widenInts(ec *evalCtx, arr arrow.Array, to arrow.DataType) arrow.Array {

@@ -150,7 +150,7 @@ func widerNumeric(a, b arrow.DataType) arrow.DataType {
 	return widerDecimal(decimalOf(a), decimalOf(b))
 }
 
-// timestampFor returns a timestamp type for comparing or combining a and b
+// widerTimestamp returns a timestamp type for comparing or combining a and b
 // (dates and timestamps): the finer unit, with a zone when either has one.
 func widerTimestamp(a, b arrow.DataType) *arrow.TimestampType {
 	out := &arrow.TimestampType{Unit: arrow.Microsecond}

@@ -410,23 +410,16 @@ func badCast(from, to arrow.DataType) error {
 
 // canCast reports whether castValue supports converting from to to.
 func canCast(from, to arrow.DataType) bool {
-	if arrow.TypeEqual(from, to) || familyOf(from) == famNull {
-		return true
-	}
 	ff, tf := familyOf(from), familyOf(to)
-	scalarFam := func(f family) bool {
-		switch f {
-		case famBool, famInt, famFloat, famDecimal, famString, famBinary, famDate, famTimestamp:
-			return true
-		}
-		return false
-	}
-	if !scalarFam(ff) && ff != famTime {
+	switch {
+	case arrow.TypeEqual(from, to) || ff == famNull:
+		return true
+	case ff == famStruct || ff == famOther:
 		return false
 	}
 	switch tf {
 	case famString:
-		return ff != famTime
+		return true
 	case famBool, famInt, famFloat, famDecimal:
 		return ff == famBool || isNumeric(from) || ff == famString
 	case famDate, famTimestamp:

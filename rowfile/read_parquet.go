@@ -25,16 +25,126 @@ type parquetColumn struct {
 }
 
 type parquetSource struct {
+	*arrowCols
+	pf    *file.Reader
+	rr    pqarrow.RecordReader
+	total int64
+	batch int
+}
+
+// arrowCols converts Arrow batches of a source schema (a Parquet file's,
+// or a caller's record stream) into the output schema.
+type arrowCols struct {
 	file   string
-	pf     *file.Reader
-	rr     pqarrow.RecordReader
 	schema *arrow.Schema
 	cols   []parquetColumn
 	mem    memory.Allocator
 	rb     *array.RecordBuilder // builders for converted columns
-	row    int64                // index of the next row in the file
-	total  int64
-	batch  int
+	row    int64                // index of the next row
+}
+
+// planArrowCols matches the fields of src to the output schema and
+// prepares a converter per column. srcOf maps a source field name to its
+// output column.
+func planArrowCols(name string, src, schema *arrow.Schema, opts *ReadOptions) (_ *arrowCols, srcOf map[string]int, err error) {
+	a := &arrowCols{file: name, schema: schema, mem: opts.allocator()}
+	res := newResolver(name, schema, opts)
+	fields := schema.Fields()
+	a.cols = make([]parquetColumn, len(fields))
+	for i := range a.cols {
+		a.cols[i] = parquetColumn{src: -1, field: fields[i], hasInner: hasRequiredInner(fields[i].Type)}
+	}
+	present := make([]bool, len(fields))
+	srcOf = map[string]int{}
+	for _, f := range src.Fields() {
+		col, err := res.resolve([]byte(f.Name), 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		if col < 0 {
+			continue
+		}
+		if present[col] {
+			return nil, nil, fmt.Errorf("%s: %w: two source columns match %q", name, ErrDuplicateColumn, fields[col].Name)
+		}
+		present[col] = true
+		srcOf[f.Name] = col
+		a.cols[col].srcType = f.Type
+	}
+	if err := missingRequired(name, fields, present); err != nil {
+		return nil, nil, err
+	}
+	a.rb = array.NewRecordBuilder(a.mem, schema)
+	co := convOptions{ignoreUnknown: opts.IgnoreUnknown}
+	for i := range a.cols {
+		pc := &a.cols[i]
+		if !present[i] {
+			continue
+		}
+		pc.same = sameLayout(pc.srcType, pc.field.Type)
+		pc.b = a.rb.Field(i)
+		pc.c, err = newConv(pc.field, pc.b, co)
+		if err != nil {
+			a.release()
+			return nil, nil, fmt.Errorf("%s: column %q: %w", name, pc.field.Name, err)
+		}
+		fn, err := pc.c.arrowFunc(pc.srcType)
+		if err != nil {
+			a.release()
+			return nil, nil, fmt.Errorf("%s: column %q: %w", name, pc.field.Name, err)
+		}
+		pc.fn = nonNull(pc.c, fn)
+	}
+	return a, srcOf, nil
+}
+
+func (a *arrowCols) release() {
+	if a != nil && a.rb != nil {
+		a.rb.Release()
+		a.rb = nil
+	}
+}
+
+// convert turns n rows of in (nil when no source column is read) into an
+// output batch.
+func (a *arrowCols) convert(in arrow.RecordBatch, n int64) (arrow.RecordBatch, error) {
+	out := make([]arrow.Array, len(a.cols))
+	defer func() {
+		for _, x := range out {
+			if x != nil {
+				x.Release()
+			}
+		}
+	}()
+	for i := range a.cols {
+		pc := &a.cols[i]
+		if pc.src < 0 {
+			out[i] = array.MakeArrayOfNull(a.mem, pc.field.Type, int(n))
+			continue
+		}
+		col := in.Column(pc.src)
+		if pc.same && !(pc.hasInner && hasNullsBelow(col)) {
+			if !pc.field.Nullable && col.NullN() > 0 {
+				for j := 0; j < col.Len(); j++ {
+					if col.IsNull(j) {
+						return nil, toValueError(pc.c.appendNull(), a.file, 0, a.row+int64(j), pc.field.Name)
+					}
+				}
+			}
+			d := retype(col.Data(), pc.field.Type)
+			out[i] = array.MakeFromData(d)
+			d.Release()
+			continue
+		}
+		for j := 0; j < col.Len(); j++ {
+			if err := pc.fn(col, j); err != nil {
+				return nil, toValueError(err, a.file, 0, a.row+int64(j), pc.field.Name)
+			}
+		}
+		out[i] = pc.b.NewArray()
+	}
+	a.row += n
+	return array.NewRecordBatch(a.schema, out, n), nil
 }
 
 func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schema *arrow.Schema, opts *ReadOptions) (_ *parquetSource, err error) {
@@ -49,7 +159,7 @@ func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schem
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrMalformed, err)
 	}
-	s := &parquetSource{file: name, pf: pf, schema: schema, mem: mem, batch: opts.batchSize(), total: pf.NumRows()}
+	s := &parquetSource{pf: pf, batch: opts.batchSize(), total: pf.NumRows()}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -63,52 +173,16 @@ func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schem
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrMalformed, err)
 	}
-	res := newResolver(name, schema, opts)
-	fields := schema.Fields()
-	s.cols = make([]parquetColumn, len(fields))
-	for i := range s.cols {
-		s.cols[i] = parquetColumn{src: -1, field: fields[i], hasInner: hasRequiredInner(fields[i].Type)}
-	}
-	present := make([]bool, len(fields))
-	srcOf := map[string]int{} // file column name -> output column
-	var leaves []int
-	for k, f := range fileSchema.Fields() {
-		col, err := res.resolve([]byte(f.Name), 0)
-		if err != nil {
-			return nil, err
-		}
-		if col < 0 {
-			continue
-		}
-		if present[col] {
-			return nil, fmt.Errorf("%s: %w: two file columns match %q", name, ErrDuplicateColumn, fields[col].Name)
-		}
-		present[col] = true
-		srcOf[f.Name] = col
-		s.cols[col].srcType = f.Type
-		leaves = appendLeaves(leaves, &fr.Manifest.Fields[k])
-	}
-	if err := missingRequired(name, fields, present); err != nil {
+	ac, srcOf, err := planArrowCols(name, fileSchema, schema, opts)
+	if err != nil {
 		return nil, err
 	}
-	s.rb = array.NewRecordBuilder(mem, schema)
-	co := convOptions{ignoreUnknown: opts.IgnoreUnknown}
-	for i := range s.cols {
-		pc := &s.cols[i]
-		if !present[i] {
-			continue
+	s.arrowCols = ac
+	var leaves []int
+	for k, f := range fileSchema.Fields() {
+		if _, ok := srcOf[f.Name]; ok {
+			leaves = appendLeaves(leaves, &fr.Manifest.Fields[k])
 		}
-		pc.same = sameLayout(pc.srcType, pc.field.Type)
-		pc.b = s.rb.Field(i)
-		pc.c, err = newConv(pc.field, pc.b, co)
-		if err != nil {
-			return nil, fmt.Errorf("%s: column %q: %w", name, pc.field.Name, err)
-		}
-		fn, err := pc.c.arrowFunc(pc.srcType)
-		if err != nil {
-			return nil, fmt.Errorf("%s: column %q: %w", name, pc.field.Name, err)
-		}
-		pc.fn = nonNull(pc.c, fn)
 	}
 	if len(leaves) == 0 {
 		return s, nil // no column is read: rows of NULLs
@@ -159,43 +233,7 @@ func (s *parquetSource) next(ctx context.Context) (rec arrow.RecordBatch, err er
 	} else {
 		n = min(n, s.total-s.row)
 	}
-	out := make([]arrow.Array, len(s.cols))
-	defer func() {
-		for _, a := range out {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
-	for i := range s.cols {
-		pc := &s.cols[i]
-		if pc.src < 0 {
-			out[i] = array.MakeArrayOfNull(s.mem, pc.field.Type, int(n))
-			continue
-		}
-		a := in.Column(pc.src)
-		if pc.same && !(pc.hasInner && hasNullsBelow(a)) {
-			if !pc.field.Nullable && a.NullN() > 0 {
-				for j := 0; j < a.Len(); j++ {
-					if a.IsNull(j) {
-						return nil, toValueError(pc.c.appendNull(), s.file, 0, s.row+int64(j), pc.field.Name)
-					}
-				}
-			}
-			d := retype(a.Data(), pc.field.Type)
-			out[i] = array.MakeFromData(d)
-			d.Release()
-			continue
-		}
-		for j := 0; j < a.Len(); j++ {
-			if err := pc.fn(a, j); err != nil {
-				return nil, toValueError(err, s.file, 0, s.row+int64(j), pc.field.Name)
-			}
-		}
-		out[i] = pc.b.NewArray()
-	}
-	s.row += n
-	return array.NewRecordBatch(s.schema, out, n), nil
+	return s.convert(in, n)
 }
 
 func (s *parquetSource) close() error {
@@ -203,10 +241,7 @@ func (s *parquetSource) close() error {
 		s.rr.Release()
 		s.rr = nil
 	}
-	if s.rb != nil {
-		s.rb.Release()
-		s.rb = nil
-	}
+	s.arrowCols.release()
 	if s.pf != nil {
 		// Closing the file.Reader only releases its buffers (see above).
 		err := s.pf.Close()

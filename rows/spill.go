@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"iter"
@@ -10,11 +11,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/zeebo/xxh3"
 )
 
 // DefaultMemoryBudget is the memory a Partitioner holds before it spills.
 const DefaultMemoryBudget = 256 << 20
+
+// spillBufSize is the buffer of each spill file, for writing and reading.
+const spillBufSize = 256 << 10
 
 // Partitioner hash-partitions rows by a key and hands back each partition
 // whole, so that rows with equal keys can be processed together. While its
@@ -32,13 +35,14 @@ type Partitioner struct {
 	mem      [][]arrow.RecordBatch
 	memBytes int64
 	files    []*os.File
+	bufs     []*bufio.Writer
 	writers  []*ipc.Writer
 	spilled  bool
-	buf      []byte
+	hashes   []uint64
 }
 
 // NewPartitioner returns a partitioner of rows of schema, keyed by the
-// canonical encoding of keyCols (see AppendKey). budget <= 0 means
+// values of keyCols with AppendKey's equality (hashed with HashKeys). budget <= 0 means
 // DefaultMemoryBudget; tmpDir "" means os.TempDir().
 func NewPartitioner(schema *arrow.Schema, keyCols []int, budget int64, tmpDir string) *Partitioner {
 	if budget <= 0 {
@@ -58,30 +62,51 @@ func (p *Partitioner) Add(ctx context.Context, rec arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
-	idx := make([][]int64, p.parts)
-	for i := 0; i < n; i++ {
-		p.buf = AppendKey(p.buf[:0], rec, p.keyCols, i)
-		h := xxh3.Hash(p.buf)
-		part := int(h % uint64(p.parts))
-		idx[part] = append(idx[part], int64(i))
+	p.hashes = HashKeys(rec, p.keyCols, p.hashes)
+	partOf := make([]int32, n)
+	counts := make([]int, p.parts)
+	for i, h := range p.hashes {
+		part := int32(h % uint64(p.parts))
+		partOf[i] = part
+		counts[part]++
 	}
-	for part, ids := range idx {
-		if len(ids) == 0 {
+	if counts[partOf[0]] == n {
+		rec.Retain()
+		p.mem[partOf[0]] = append(p.mem[partOf[0]], rec)
+		p.memBytes += RecordSize(rec)
+		return p.maybeSpill()
+	}
+	// NB: one Take puts the rows in partition order (stable, so rows keep
+	// their order within a partition) and each partition gets a zero-copy
+	// slice of it; a Take per partition would call the kernels parts times
+	// per column for a few rows each. The slices share the taken buffers,
+	// which are counted once.
+	starts := make([]int, p.parts+1)
+	for part, c := range counts {
+		starts[part+1] = starts[part] + c
+	}
+	next := append([]int(nil), starts[:p.parts]...)
+	idx := make([]int64, n)
+	for i, part := range partOf {
+		idx[next[part]] = int64(i)
+		next[part]++
+	}
+	taken, err := Take(ctx, rec, idx)
+	if err != nil {
+		return err
+	}
+	defer taken.Release()
+	for part := 0; part < p.parts; part++ {
+		if counts[part] == 0 {
 			continue
 		}
-		var sub arrow.RecordBatch
-		if len(ids) == n {
-			rec.Retain()
-			sub = rec
-		} else {
-			var err error
-			if sub, err = Take(ctx, rec, ids); err != nil {
-				return err
-			}
-		}
-		p.mem[part] = append(p.mem[part], sub)
-		p.memBytes += RecordSize(sub)
+		p.mem[part] = append(p.mem[part], taken.NewSlice(int64(starts[part]), int64(starts[part+1])))
 	}
+	p.memBytes += RecordSize(taken)
+	return p.maybeSpill()
+}
+
+func (p *Partitioner) maybeSpill() error {
 	if p.memBytes > p.budget {
 		return p.spill()
 	}
@@ -96,6 +121,7 @@ func (p *Partitioner) spill() error {
 		}
 		p.dir = dir
 		p.files = make([]*os.File, p.parts)
+		p.bufs = make([]*bufio.Writer, p.parts)
 		p.writers = make([]*ipc.Writer, p.parts)
 		p.spilled = true
 	}
@@ -109,7 +135,10 @@ func (p *Partitioner) spill() error {
 				return fmt.Errorf("spill: %w", err)
 			}
 			p.files[part] = f
-			p.writers[part] = ipc.NewWriter(f, ipc.WithSchema(p.schema), ipc.WithAllocator(memory.DefaultAllocator))
+			// NB: a spilled batch is a slice of a few rows per partition;
+			// unbuffered, the IPC writer makes a write call per buffer.
+			p.bufs[part] = bufio.NewWriterSize(f, spillBufSize)
+			p.writers[part] = ipc.NewWriter(p.bufs[part], ipc.WithSchema(p.schema), ipc.WithAllocator(memory.DefaultAllocator))
 		}
 		for _, r := range recs {
 			if err := p.writers[part].Write(r); err != nil {
@@ -132,9 +161,13 @@ func (p *Partitioner) Partitions() iter.Seq2[[]arrow.RecordBatch, error] {
 			recs := p.mem[part]
 			p.mem[part] = nil
 			if p.spilled && p.writers[part] != nil {
-				if err := p.writers[part].Close(); err != nil {
+				err := p.writers[part].Close()
+				if err == nil {
+					err = p.bufs[part].Flush()
+				}
+				if err != nil {
 					releaseAll(recs)
-					yield(nil, err)
+					yield(nil, fmt.Errorf("spill to %s: %w", p.files[part].Name(), err))
 					return
 				}
 				p.writers[part] = nil
@@ -165,7 +198,7 @@ func readSpill(path string, schema *arrow.Schema) ([]arrow.RecordBatch, error) {
 		return nil, fmt.Errorf("read spill %s: %w", path, err)
 	}
 	defer f.Close()
-	r, err := ipc.NewReader(f, ipc.WithSchema(schema))
+	r, err := ipc.NewReader(bufio.NewReaderSize(f, spillBufSize), ipc.WithSchema(schema))
 	if err != nil {
 		return nil, fmt.Errorf("read spill %s: %w", path, err)
 	}

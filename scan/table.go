@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -99,7 +100,7 @@ type Task struct {
 }
 
 // Plan lists the data files of snap that may hold rows matching filter,
-// with their delete files.
+// with their delete files: one task per data file, however large.
 func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter iceberg.BooleanExpression) ([]Task, error) {
 	if snap == nil {
 		return nil, nil
@@ -112,8 +113,18 @@ func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter ic
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", FormatIdent(tbl.Identifier()), snap.SnapshotID, err)
 	}
-	out := make([]Task, len(fts))
-	for i, t := range fts {
+	out := make([]Task, 0, len(fts))
+	seen := make(map[string]bool, len(fts))
+	for _, t := range fts {
+		// NB: iceberg-go splits a Parquet file larger than
+		// read.split.target-size (128 MiB by default) into one task per
+		// byte range, each with the same delete files. floe reads whole
+		// files, so a file is one task; a task per range would read every
+		// row once per range.
+		if seen[t.File.FilePath()] {
+			continue
+		}
+		seen[t.File.FilePath()] = true
 		d := Deletes{Pos: t.DeleteFiles, Eq: t.EqualityDeleteFiles}
 		if len(t.DeletionVectorFiles) > 1 {
 			return nil, fmt.Errorf("%w: data file %s has %d deletion vectors; the spec allows one", ErrInvalidDeleteFile, t.File.FilePath(), len(t.DeletionVectorFiles))
@@ -121,7 +132,7 @@ func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter ic
 		if len(t.DeletionVectorFiles) == 1 {
 			d.DV = t.DeletionVectorFiles[0]
 		}
-		out[i] = Task{File: t.File, Deletes: d}
+		out = append(out, Task{File: t.File, Deletes: d})
 	}
 	return out, nil
 }
@@ -239,75 +250,102 @@ func Rows(ctx context.Context, tbl *table.Table, opts Options) (*arrow.Schema, i
 	return outSchema, seq, nil
 }
 
+// orderedAhead is how many batches a task that is not yet being consumed
+// may read ahead (per task, up to Concurrency tasks at once).
+const orderedAhead = 4
+
 // ordered runs read over tasks with up to conc at once and yields their
-// batches in task order. A task's batches are held until it is its turn.
+// batches in task order. The task being consumed streams; a task read
+// ahead of its turn blocks after orderedAhead batches, so memory stays at
+// about conc*(orderedAhead+1) batches however large the files are.
 func ordered[T any](ctx context.Context, conc int, tasks []T, read func(context.Context, T, func(arrow.RecordBatch) bool) error) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		if len(tasks) == 0 {
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		type result struct {
-			recs []arrow.RecordBatch
-			err  error
+		type item struct {
+			rec arrow.RecordBatch
+			err error
 		}
-		results := make([]chan result, len(tasks))
-		for i := range results {
-			results[i] = make(chan result, 1)
+		chans := make([]chan item, len(tasks))
+		for i := range chans {
+			chans[i] = make(chan item, orderedAhead)
 		}
+		// NB: a slot is taken when a task starts and given back when the
+		// consumer has taken its last batch, not when its reader returns:
+		// a slot per finished-but-unconsumed task would let every task
+		// read its whole file into its channel's backlog otherwise.
 		sem := make(chan struct{}, conc)
+		var workers sync.WaitGroup
+		launched := make(chan int, 1) // tasks started, when the launcher ends
 		go func() {
+			n := 0
+			defer func() { launched <- n }()
 			for i, t := range tasks {
 				select {
 				case sem <- struct{}{}:
 				case <-ctx.Done():
-					for j := i; j < len(tasks); j++ {
-						results[j] <- result{err: ctx.Err()}
-					}
 					return
 				}
-				go func(i int, t T) {
-					var res result
-					res.err = read(ctx, t, func(r arrow.RecordBatch) bool {
-						res.recs = append(res.recs, r)
-						return ctx.Err() == nil
+				if ctx.Err() != nil {
+					return
+				}
+				n++
+				workers.Add(1)
+				go func(ch chan item, t T) {
+					defer workers.Done()
+					defer close(ch)
+					err := read(ctx, t, func(r arrow.RecordBatch) bool {
+						select {
+						case ch <- item{rec: r}:
+							return true
+						case <-ctx.Done():
+							r.Release()
+							return false
+						}
 					})
-					results[i] <- res
-				}(i, t)
+					if err != nil {
+						select {
+						case ch <- item{err: err}:
+						case <-ctx.Done():
+						}
+					}
+				}(chans[i], t)
 			}
 		}()
 		defer func() {
 			cancel()
-			// Drain and release what workers produced after we stopped.
+			// Release what workers produced after we stopped, once they
+			// have all returned.
 			go func() {
-				for _, ch := range results {
-					res := <-ch
-					for _, r := range res.recs {
-						r.Release()
+				n := <-launched
+				workers.Wait()
+				for _, ch := range chans[:n] {
+					for it := range ch {
+						if it.rec != nil {
+							it.rec.Release()
+						}
 					}
 				}
 			}()
 		}()
 		for i := range tasks {
-			res := <-results[i]
-			results[i] <- result{} // keep the drainer from blocking
-			<-sem
-			if res.err != nil {
-				for _, r := range res.recs {
-					r.Release()
+			for it := range chans[i] {
+				if it.err != nil {
+					yield(nil, it.err)
+					return
 				}
-				yield(nil, res.err)
-				return
-			}
-			for j, r := range res.recs {
-				if !yield(r, nil) {
-					for _, rest := range res.recs[j+1:] {
-						rest.Release()
-					}
+				if !yield(it.rec, nil) {
 					return
 				}
 			}
+			if ctx.Err() != nil {
+				// The channel was closed by a worker that stopped early.
+				yield(nil, ctx.Err())
+				return
+			}
+			<-sem
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/write"
 )
@@ -17,7 +18,7 @@ import (
 // `replace` snapshot: the rows do not change, so changelogs and
 // incremental reads report nothing for it.
 func Compact(ctx context.Context, t Target) (*Outcome, error) {
-	for attempt := 1; attempt <= MaxAttempts; attempt++ {
+	for attempt := 1; attempt <= commit.DefaultMaxAttempts; attempt++ {
 		tbl, err := t.Catalog.Load(ctx, t.Ident)
 		if err != nil {
 			return nil, err
@@ -30,9 +31,9 @@ func Compact(ctx context.Context, t Target) (*Outcome, error) {
 			out.Attempts = attempt
 			return out, nil
 		}
-		backoff(ctx, attempt)
+		commit.Backoff(ctx, attempt)
 	}
-	return nil, fmt.Errorf("compact %s: gave up after %d attempts because other writers kept committing", t, MaxAttempts)
+	return nil, fmt.Errorf("compact %s: gave up after %d attempts because other writers kept committing", t, commit.DefaultMaxAttempts)
 }
 
 func compactOnce(ctx context.Context, tbl *table.Table, branch string) (*Outcome, error) {

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math/rand/v2"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -18,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/write"
 )
@@ -56,58 +55,29 @@ type Outcome struct {
 	Attempts    int
 }
 
-// MaxAttempts bounds the commit retries after conflicts with other writers.
-const MaxAttempts = 8
-
 // commit runs prepare against the freshly loaded table and commits the
-// result, recomputing it when another writer committed first. Files of
-// failed attempts are removed. Nothing is committed when prepare writes
-// nothing.
-func commit(ctx context.Context, t Target, op string, prepare func(tbl *table.Table) (*write.Result, error)) (*Outcome, error) {
-	var lastErr error
-	for attempt := 1; attempt <= MaxAttempts; attempt++ {
-		tbl, err := t.Catalog.Load(ctx, t.Ident)
-		if err != nil {
-			return nil, err
-		}
-		res, err := prepare(tbl)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", op, t, err)
-		}
-		out := &Outcome{Table: tbl, Mode: res.Mode, RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved, Attempts: attempt}
-		if res.Empty() {
-			return out, nil
-		}
-		newTbl, err := res.Commit(ctx, iceberg.Properties{"floe.operation": op}, nil)
-		if err == nil {
-			out.Table = newTbl
-			if s, _ := write.BranchHead(newTbl, t.Branch); s != nil {
-				out.SnapshotID = s.SnapshotID
-			}
-			return out, nil
-		}
-		if !write.IsConflict(err) {
-			return nil, fmt.Errorf("%s %s: %w", op, t, err)
-		}
-		lastErr = err
-		backoff(ctx, attempt)
+// result through package commit (retries on conflicts, cleanup of files of
+// abandoned attempts). Nothing is committed when prepare writes nothing.
+func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error)) (*Outcome, error) {
+	o, err := commit.Run(ctx, t.Catalog, t.Ident, commit.Options{Branch: t.Branch,
+		SnapshotProperties: iceberg.Properties{"floe.operation": op}},
+		func(_ context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+			return prepare(tbl, reuse)
+		})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, t, err)
 	}
-	return nil, fmt.Errorf("%s %s: gave up after %d attempts because other writers kept committing: %w", op, t, MaxAttempts, lastErr)
-}
-
-func backoff(ctx context.Context, attempt int) {
-	d := time.Duration(20<<min(attempt, 6)) * time.Millisecond
-	d += time.Duration(rand.Int64N(int64(d)))
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
+	out := &Outcome{Table: o.Table, SnapshotID: o.SnapshotID, Attempts: o.Attempts}
+	if o.Result != nil {
+		out.Mode, out.RowsAdded, out.RowsRemoved = o.Result.Mode, o.Result.RowsAdded, o.Result.RowsRemoved
 	}
+	return out, nil
 }
 
 // Append adds rows (in the table's Arrow schema) in one snapshot. The rows
 // are produced anew for each attempt by rows().
 func Append(ctx context.Context, t Target, records func() iter.Seq2[arrow.RecordBatch, error]) (*Outcome, error) {
-	return commit(ctx, t, "append", func(tbl *table.Table) (*write.Result, error) {
+	return commitOp(ctx, t, "append", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Inserts: records(), Mode: write.CopyOnWrite})
 	})
 }
@@ -121,12 +91,12 @@ func match(p *Predicate) func(context.Context, iceberg.DataFile, scan.Batch) ([]
 // Delete removes the rows matching p in one snapshot, copy-on-write or
 // merge-on-read as write.delete.mode says.
 func Delete(ctx context.Context, t Target, p *Predicate) (*Outcome, error) {
-	return commit(ctx, t, "delete", func(tbl *table.Table) (*write.Result, error) {
+	return commitOp(ctx, t, "delete", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 		mode, err := write.ModeFor(tbl.Properties(), write.OpDelete)
 		if err != nil {
 			return nil, err
 		}
-		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode,
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode, Reuse: reuse,
 			Visitor: &write.Visitor{MatchColumns: p.Columns, Match: match(p)}})
 	})
 }
@@ -139,12 +109,12 @@ type Assign func(ctx context.Context, rec arrow.RecordBatch, touched []bool) (ar
 // Update rewrites the rows matching p with assign in one snapshot, as
 // write.update.mode says.
 func Update(ctx context.Context, t Target, p *Predicate, assign Assign) (*Outcome, error) {
-	return commit(ctx, t, "update", func(tbl *table.Table) (*write.Result, error) {
+	return commitOp(ctx, t, "update", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 		mode, err := write.ModeFor(tbl.Properties(), write.OpUpdate)
 		if err != nil {
 			return nil, err
 		}
-		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode,
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode, Reuse: reuse,
 			Visitor: &write.Visitor{MatchColumns: p.Columns, Match: match(p),
 				Rewrite: func(ctx context.Context, _ iceberg.DataFile, b scan.Batch, touched []bool) ([]bool, arrow.RecordBatch, error) {
 					keep := make([]bool, len(touched))
@@ -160,7 +130,7 @@ func Update(ctx context.Context, t Target, p *Predicate, assign Assign) (*Outcom
 // Overwrite replaces the rows matching p (every row when p is nil) with
 // the given rows, in one snapshot.
 func Overwrite(ctx context.Context, t Target, p *Predicate, records func() iter.Seq2[arrow.RecordBatch, error]) (*Outcome, error) {
-	return commit(ctx, t, "overwrite", func(tbl *table.Table) (*write.Result, error) {
+	return commitOp(ctx, t, "overwrite", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 		mode, err := write.ModeFor(tbl.Properties(), write.OpDelete)
 		if err != nil {
 			return nil, err
@@ -169,7 +139,7 @@ func Overwrite(ctx context.Context, t Target, p *Predicate, records func() iter.
 			return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, RemoveAll: true, Inserts: records()})
 		}
 		v := &write.Visitor{MatchColumns: p.Columns, Match: match(p)}
-		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode, Visitor: v, Inserts: records()})
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode, Visitor: v, Inserts: records(), Reuse: reuse})
 	})
 }
 

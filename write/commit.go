@@ -66,26 +66,17 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 	return tx, nil
 }
 
-// Commit stages the change (see Stage) and commits it. On failure the
-// files the change wrote are removed and the table is unchanged.
+// Commit stages the change (see Stage) and commits it. It removes no file
+// on failure: the caller decides whether a retry reuses them (see
+// package commit, which also cleans up).
 func (r *Result) Commit(ctx context.Context, snapshotProps, props iceberg.Properties) (*table.Table, error) {
 	tx, err := r.Stage(ctx, snapshotProps, props)
 	if err != nil {
-		r.cleanup(ctx)
 		return nil, err
 	}
 	tbl, err := tx.Commit(ctx)
 	if err != nil {
-		if errors.Is(err, table.ErrCommitFailed) || IsConflict(err) {
-			r.cleanup(ctx)
-		}
 		return nil, fmt.Errorf("commit to %s: %w", scan.FormatIdent(r.Table.Identifier()), err)
 	}
 	return tbl, nil
-}
-
-func (r *Result) cleanup(ctx context.Context) {
-	if fs, err := r.Table.FS(ctx); err == nil {
-		Cleanup(fs, r.Written())
-	}
 }

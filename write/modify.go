@@ -51,7 +51,18 @@ type Request struct {
 	// Inserts are rows appended by the change, in the table's Arrow
 	// schema (as scan.Reader.ArrowSchema(nil) gives it).
 	Inserts iter.Seq2[arrow.RecordBatch, error]
-	Mode    Mode
+	// InsertFiles are data files already written for the change's appended
+	// rows (see WriteRows); they are added as they are, so that a retried
+	// commit reuses them. Inserts and InsertFiles may both be set.
+	InsertFiles []iceberg.DataFile
+	// DeleteFiles are delete files already written for the change
+	// (equality deletes); they are added as they are (merge-on-read).
+	DeleteFiles []iceberg.DataFile
+	Mode        Mode
+	// Reuse, when set, keeps the per-file work of earlier attempts: a data
+	// file that is still live with the same delete files is not read or
+	// rewritten again.
+	Reuse *Reuse
 }
 
 // Result is what Prepare wrote: the content of one commit.
@@ -70,6 +81,8 @@ type Result struct {
 	RowsRemoved  int64
 	RowsAdded    int64
 	FilesScanned int
+	// written lists the files this attempt created (not reused ones).
+	written []string
 }
 
 // Empty reports whether the change writes nothing.
@@ -77,7 +90,9 @@ func (r *Result) Empty() bool {
 	return len(r.AddData) == 0 && len(r.RemoveData) == 0 && len(r.AddDeletes) == 0 && len(r.RemoveDeletes) == 0
 }
 
-// Written lists every file Prepare created, for cleanup after a failed commit.
+// Written lists every file of the result that floe created (data and
+// delete files, reused ones included), for cleanup when the change is
+// abandoned.
 func (r *Result) Written() []string {
 	var out []string
 	for _, f := range r.AddData {
@@ -112,13 +127,86 @@ func BranchHead(tbl *table.Table, branch string) (*table.Snapshot, error) {
 	return branchHead(tbl, branch)
 }
 
-type touchedFile struct {
-	task    scan.Task
-	touched *roaring64.Bitmap
+// Reuse carries per-file work between attempts of one change. It is safe
+// for concurrent use.
+type Reuse struct {
+	mu    sync.Mutex
+	files map[string]*fileWork
+}
+
+// NewReuse returns an empty cache.
+func NewReuse() *Reuse { return &Reuse{files: map[string]*fileWork{}} }
+
+func (r *Reuse) get(key string) *fileWork {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.files[key]
+}
+
+func (r *Reuse) put(key string, fw *fileWork) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files[key] = fw
+}
+
+// Abandoned lists the files earlier attempts wrote that res does not use,
+// for removal once res is committed (or all of them when res is nil).
+func (r *Reuse) Abandoned(res *Result) []string {
+	if r == nil {
+		return nil
+	}
+	used := map[string]bool{}
+	if res != nil {
+		for _, p := range res.Written() {
+			used[p] = true
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, fw := range r.files {
+		for _, p := range fw.paths() {
+			if !used[p] {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// fileWork is what a change does to one data file (with one set of
+// delete files): the positions it removes and the files it writes.
+type fileWork struct {
+	removed     *roaring64.Bitmap // nil: the file is untouched
+	added       []iceberg.DataFile
+	addedRows   int64
+	removedRows int64
+	posDelete   iceberg.DataFile // v2 merge-on-read
+}
+
+func (fw *fileWork) paths() []string {
+	var out []string
+	for _, f := range fw.added {
+		out = append(out, f.FilePath())
+	}
+	if fw.posDelete != nil {
+		out = append(out, fw.posDelete.FilePath())
+	}
+	return out
+}
+
+func workKey(t scan.Task) string {
+	return t.File.FilePath() + "|" + t.Deletes.Key()
 }
 
 // Prepare computes a change and writes its files, without committing. On
-// error, files it wrote are removed.
+// error, the files this attempt wrote are removed (reused ones are kept).
 func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 	tbl := req.Table
 	if tbl.Metadata().Version() < 2 && req.Mode == MergeOnRead {
@@ -139,84 +227,261 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 	}
 	defer func() {
 		if err != nil {
-			Cleanup(wfs, res.Written())
+			Cleanup(wfs, res.written)
 			res = nil
 		}
 	}()
+	if req.RemoveAll {
+		if err := res.removeAll(ctx, req); err != nil {
+			return res, err
+		}
+		res.addPrewritten(req)
+		return res, nil
+	}
 	reader, err := scan.NewReader(ctx, tbl, nil)
 	if err != nil {
 		return res, err
 	}
-	if req.RemoveAll {
-		return res, res.removeAll(ctx, req)
+	schema, _, err := reader.ArrowSchema(nil)
+	if err != nil {
+		return res, err
 	}
-	var touched []touchedFile
 	if req.Visitor != nil && base != nil {
 		tasks, err := scan.Plan(ctx, tbl, base, req.Filter)
 		if err != nil {
 			return res, err
 		}
 		res.FilesScanned = len(tasks)
-		touched, err = matchPass(ctx, reader, tasks, req.Visitor)
+		works := make([]*fileWork, len(tasks))
+		var mu sync.Mutex
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(2)
+		for i, t := range tasks {
+			g.Go(func() error {
+				key := workKey(t)
+				if fw := req.Reuse.get(key); fw != nil {
+					works[i] = fw
+					return nil
+				}
+				fw, written, err := res.doFile(gctx, reader, wfs, schema, t, req)
+				mu.Lock()
+				res.written = append(res.written, written...)
+				mu.Unlock()
+				if err != nil {
+					return fmt.Errorf("%s: %w", t.File.FilePath(), err)
+				}
+				req.Reuse.put(key, fw)
+				works[i] = fw
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return res, err
+		}
+		if err := res.assemble(ctx, wfs, tasks, works); err != nil {
+			return res, err
+		}
+	}
+	res.addPrewritten(req)
+	if req.Inserts != nil {
+		var n int64
+		counted := func(yield func(arrow.RecordBatch, error) bool) {
+			for rec, err := range req.Inserts {
+				if err == nil {
+					n += rec.NumRows()
+				}
+				if !yield(rec, err) {
+					return
+				}
+			}
+		}
+		files, err := writeData(ctx, tbl, schema, counted)
+		res.AddData = append(res.AddData, files...)
+		res.written = append(res.written, paths(files)...)
+		res.RowsAdded += n
 		if err != nil {
 			return res, err
 		}
 	}
-	switch req.Mode {
-	case CopyOnWrite:
-		err = res.copyOnWrite(ctx, reader, touched, req)
-	default:
-		err = res.mergeOnRead(ctx, reader, wfs, touched, req)
-	}
-	return res, err
+	return res, nil
 }
 
-func matchPass(ctx context.Context, reader *scan.Reader, tasks []scan.Task, v *Visitor) ([]touchedFile, error) {
-	var mu sync.Mutex
-	var out []touchedFile
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, t := range tasks {
-		g.Go(func() error {
-			_, seq, err := reader.Live(gctx, t.File, t.Deletes, v.MatchColumns)
-			if err != nil {
-				return err
-			}
-			var bm *roaring64.Bitmap
-			for b, err := range seq {
-				if err != nil {
-					return err
-				}
-				mask, err := v.Match(gctx, t.File, b)
-				if err == nil && len(mask) != len(b.Pos) {
-					err = fmt.Errorf("match returned %d flags for %d rows", len(mask), len(b.Pos))
-				}
-				if err != nil {
-					b.Release()
-					return err
-				}
-				for i, m := range mask {
-					if m {
-						if bm == nil {
-							bm = roaring64.New()
-						}
-						bm.Add(uint64(b.Pos[i]))
-					}
-				}
-				b.Release()
-			}
-			if bm != nil {
-				mu.Lock()
-				out = append(out, touchedFile{task: t, touched: bm})
-				mu.Unlock()
-			}
-			return nil
-		})
+// addPrewritten adds the files the caller wrote for the change.
+func (res *Result) addPrewritten(req Request) {
+	res.AddDeletes = append(res.AddDeletes, req.DeleteFiles...)
+	res.AddData = append(res.AddData, req.InsertFiles...)
+	for _, f := range req.InsertFiles {
+		res.RowsAdded += f.Count()
 	}
-	if err := g.Wait(); err != nil {
+}
+
+func paths(files []iceberg.DataFile) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.FilePath()
+	}
+	return out
+}
+
+// doFile runs the match pass over one data file and, when rows are
+// touched, the rewrite pass. It returns the work and the files it wrote.
+func (res *Result) doFile(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, schema *arrow.Schema, t scan.Task, req Request) (*fileWork, []string, error) {
+	touched, err := matchFile(ctx, reader, t, req.Visitor)
+	if err != nil {
+		return nil, nil, err
+	}
+	fw := &fileWork{}
+	if touched == nil {
+		return fw, nil, nil
+	}
+	tf := touchedFile{task: t, touched: touched}
+	removed := roaring64.New()
+	if req.Mode == MergeOnRead && req.Visitor.Rewrite == nil {
+		removed = touched
+	} else {
+		keepRows := req.Mode == CopyOnWrite
+		stream := func(yield func(arrow.RecordBatch, error) bool) {
+			_, err := rewriteFile(ctx, reader, tf, req.Visitor, keepRows,
+				func(p int64) { removed.Add(uint64(p)) }, func(k int64) { fw.addedRows += k }, yield)
+			if err != nil {
+				yield(nil, err)
+			}
+		}
+		files, err := writeData(ctx, res.Table, schema, stream)
+		fw.added = files
+		if err != nil {
+			return nil, paths(files), err
+		}
+	}
+	fw.removed = removed
+	fw.removedRows = int64(removed.GetCardinality())
+	written := paths(fw.added)
+	if req.Mode == MergeOnRead && res.Table.Metadata().Version() < 3 && !removed.IsEmpty() {
+		pf, err := writePositionDeletes(ctx, res.Table, wfs, t.File, bitmapPositions(removed))
+		if err != nil {
+			return nil, written, err
+		}
+		fw.posDelete = pf
+		written = append(written, pf.FilePath())
+	}
+	return fw, written, nil
+}
+
+func bitmapPositions(bm *roaring64.Bitmap) []int64 {
+	out := make([]int64, 0, bm.GetCardinality())
+	it := bm.Iterator()
+	for it.HasNext() {
+		out = append(out, int64(it.Next()))
+	}
+	return out
+}
+
+// assemble turns per-file work into the files of one commit.
+func (res *Result) assemble(ctx context.Context, wfs iceio.WriteFileIO, tasks []scan.Task, works []*fileWork) error {
+	v3 := res.Table.Metadata().Version() >= 3
+	var dvw *dv.DVWriter
+	dvs := 0
+	if res.Mode == MergeOnRead && v3 {
+		meta := res.Table.Metadata()
+		dvw = dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	}
+	for i, fw := range works {
+		if fw.removed == nil {
+			continue
+		}
+		t := tasks[i]
+		df := t.File
+		res.AddData = append(res.AddData, fw.added...)
+		res.RowsAdded += fw.addedRows
+		if res.Mode == CopyOnWrite {
+			res.RemoveData = append(res.RemoveData, df)
+			res.Touched = append(res.Touched, df.FilePath())
+			res.RowsRemoved += fw.removedRows
+			// Delete files scoped to a removed file only would dangle.
+			if t.Deletes.DV != nil {
+				res.RemoveDeletes = append(res.RemoveDeletes, t.Deletes.DV)
+			}
+			for _, p := range t.Deletes.Pos {
+				if ref := p.ReferencedDataFile(); ref != nil && *ref == df.FilePath() {
+					res.RemoveDeletes = append(res.RemoveDeletes, p)
+				}
+			}
+			continue
+		}
+		if fw.removed.IsEmpty() {
+			continue
+		}
+		res.Touched = append(res.Touched, df.FilePath())
+		res.RowsRemoved += fw.removedRows
+		if !v3 {
+			res.AddDeletes = append(res.AddDeletes, fw.posDelete)
+			continue
+		}
+		if old := t.Deletes.DV; old != nil {
+			prev, err := dv.ReadDV(wfs, old)
+			if err != nil {
+				return fmt.Errorf("%w: deletion vector %s: %w", scan.ErrInvalidDeleteFile, old.FilePath(), err)
+			}
+			dvw.Load(df.FilePath(), prev, df.SpecID(), df.Partition())
+			res.RemoveDeletes = append(res.RemoveDeletes, old)
+		}
+		if err := dvw.Add(df.FilePath(), bitmapPositions(fw.removed), df.SpecID(), df.Partition()); err != nil {
+			return err
+		}
+		dvs++
+	}
+	if dvs > 0 {
+		lp, err := res.Table.LocationProvider()
+		if err != nil {
+			return err
+		}
+		loc := lp.NewDataLocation(fmt.Sprintf("dv-%s.puffin", newID()))
+		files, err := dvw.Flush(ctx, loc)
+		if err != nil {
+			return fmt.Errorf("write deletion vectors %s: %w", loc, err)
+		}
+		res.written = append(res.written, loc)
+		res.AddDeletes = append(res.AddDeletes, files...)
+	}
+	return nil
+}
+
+type touchedFile struct {
+	task    scan.Task
+	touched *roaring64.Bitmap
+}
+
+// matchFile reads the match columns of one file's live rows and returns
+// the positions the visitor touches (nil when none).
+func matchFile(ctx context.Context, reader *scan.Reader, t scan.Task, v *Visitor) (*roaring64.Bitmap, error) {
+	_, seq, err := reader.Live(ctx, t.File, t.Deletes, v.MatchColumns)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	var bm *roaring64.Bitmap
+	for b, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		mask, err := v.Match(ctx, t.File, b)
+		if err == nil && len(mask) != len(b.Pos) {
+			err = fmt.Errorf("match returned %d flags for %d rows", len(mask), len(b.Pos))
+		}
+		if err != nil {
+			b.Release()
+			return nil, err
+		}
+		for i, m := range mask {
+			if m {
+				if bm == nil {
+					bm = roaring64.New()
+				}
+				bm.Add(uint64(b.Pos[i]))
+			}
+		}
+		b.Release()
+	}
+	return bm, nil
 }
 
 // rewriteFile runs the second pass over one touched file: it yields the
@@ -299,168 +564,22 @@ func rewriteFile(ctx context.Context, reader *scan.Reader, tf touchedFile, v *Vi
 	return true, nil
 }
 
-func (res *Result) copyOnWrite(ctx context.Context, reader *scan.Reader, touched []touchedFile, req Request) error {
-	schema, _, err := reader.ArrowSchema(nil)
+// WriteRows writes rows in the table's Arrow schema as data files of its
+// current spec, without committing them: the inserts of a change, written
+// once and reused by every commit attempt (Request.InsertFiles).
+func WriteRows(ctx context.Context, tbl *table.Table, rows iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
+	schema, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	removedFiles := map[string]bool{}
-	var removedCount int64
-	var addedCount int64
-	stream := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, tf := range touched {
-			var n int64
-			cont, err := rewriteFile(ctx, reader, tf, req.Visitor, true, func(int64) { n++ }, func(k int64) { addedCount += k }, func(rec arrow.RecordBatch, err error) bool {
-				return yield(rec, err)
-			})
-			if err != nil {
-				yield(nil, fmt.Errorf("rewrite %s: %w", tf.task.File.FilePath(), err))
-				return
-			}
-			if !cont {
-				return
-			}
-			removedCount += n
-			removedFiles[tf.task.File.FilePath()] = true
-		}
-		if req.Inserts != nil {
-			for rec, err := range req.Inserts {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				addedCount += rec.NumRows()
-				if !yield(rec, nil) {
-					return
-				}
-			}
-		}
-	}
-	files, err := writeData(ctx, res.Table, schema, stream)
-	res.AddData = files
+	files, err := writeData(ctx, tbl, schema, rows)
 	if err != nil {
-		return err
+		if fs, ferr := tbl.FS(ctx); ferr == nil {
+			Cleanup(fs, paths(files))
+		}
+		return nil, err
 	}
-	// A file whose rows all stayed (Rewrite kept everything) is not
-	// replaced; its survivors were written again, so it must be replaced
-	// anyway to avoid duplicates. Every touched file is replaced.
-	for _, tf := range touched {
-		res.RemoveData = append(res.RemoveData, tf.task.File)
-		res.Touched = append(res.Touched, tf.task.File.FilePath())
-		// Delete files scoped to a removed file only would dangle.
-		if tf.task.Deletes.DV != nil {
-			res.RemoveDeletes = append(res.RemoveDeletes, tf.task.Deletes.DV)
-		}
-		for _, p := range tf.task.Deletes.Pos {
-			if ref := p.ReferencedDataFile(); ref != nil && *ref == tf.task.File.FilePath() {
-				res.RemoveDeletes = append(res.RemoveDeletes, p)
-			}
-		}
-	}
-	res.RowsRemoved = removedCount
-	res.RowsAdded = addedCount
-	return nil
-}
-
-func (res *Result) mergeOnRead(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, touched []touchedFile, req Request) error {
-	schema, _, err := reader.ArrowSchema(nil)
-	if err != nil {
-		return err
-	}
-	removed := map[string]*roaring64.Bitmap{}
-	var addedCount int64
-	stream := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, tf := range touched {
-			if req.Visitor.Rewrite == nil {
-				removed[tf.task.File.FilePath()] = tf.touched
-				continue
-			}
-			bm := roaring64.New()
-			cont, err := rewriteFile(ctx, reader, tf, req.Visitor, false, func(p int64) { bm.Add(uint64(p)) }, func(k int64) { addedCount += k }, func(rec arrow.RecordBatch, err error) bool {
-				return yield(rec, err)
-			})
-			if err != nil {
-				yield(nil, fmt.Errorf("update %s: %w", tf.task.File.FilePath(), err))
-				return
-			}
-			if !cont {
-				return
-			}
-			if !bm.IsEmpty() {
-				removed[tf.task.File.FilePath()] = bm
-			}
-		}
-		if req.Inserts != nil {
-			for rec, err := range req.Inserts {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				addedCount += rec.NumRows()
-				if !yield(rec, nil) {
-					return
-				}
-			}
-		}
-	}
-	files, err := writeData(ctx, res.Table, schema, stream)
-	res.AddData = files
-	if err != nil {
-		return err
-	}
-	res.RowsAdded = addedCount
-	v3 := res.Table.Metadata().Version() >= 3
-	var dvw *dv.DVWriter
-	if v3 {
-		meta := res.Table.Metadata()
-		dvw = dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
-	}
-	for _, tf := range touched {
-		bm := removed[tf.task.File.FilePath()]
-		if bm == nil || bm.IsEmpty() {
-			continue
-		}
-		df := tf.task.File
-		res.Touched = append(res.Touched, df.FilePath())
-		res.RowsRemoved += int64(bm.GetCardinality())
-		positions := make([]int64, 0, bm.GetCardinality())
-		it := bm.Iterator()
-		for it.HasNext() {
-			positions = append(positions, int64(it.Next()))
-		}
-		if v3 {
-			if old := tf.task.Deletes.DV; old != nil {
-				prev, err := dv.ReadDV(wfs, old)
-				if err != nil {
-					return fmt.Errorf("%w: deletion vector %s: %w", scan.ErrInvalidDeleteFile, old.FilePath(), err)
-				}
-				dvw.Load(df.FilePath(), prev, df.SpecID(), df.Partition())
-				res.RemoveDeletes = append(res.RemoveDeletes, old)
-			}
-			if err := dvw.Add(df.FilePath(), positions, df.SpecID(), df.Partition()); err != nil {
-				return err
-			}
-			continue
-		}
-		pf, err := writePositionDeletes(ctx, res.Table, wfs, df, positions)
-		if err != nil {
-			return err
-		}
-		res.AddDeletes = append(res.AddDeletes, pf)
-	}
-	if v3 {
-		lp, err := res.Table.LocationProvider()
-		if err != nil {
-			return err
-		}
-		loc := lp.NewDataLocation(fmt.Sprintf("dv-%s.puffin", newID()))
-		dvs, err := dvw.Flush(ctx, loc)
-		if err != nil {
-			return fmt.Errorf("write deletion vectors %s: %w", loc, err)
-		}
-		res.AddDeletes = append(res.AddDeletes, dvs...)
-	}
-	return nil
+	return files, nil
 }
 
 // writeData writes rows as data files of the table's current spec. The
@@ -528,5 +647,6 @@ func (res *Result) removeAll(ctx context.Context, req Request) error {
 	}
 	files, err := writeData(ctx, res.Table, schema, counted)
 	res.AddData = files
+	res.written = append(res.written, paths(files)...)
 	return err
 }

@@ -201,6 +201,9 @@ func appendValue(fb array.Builder, v any) error {
 		fb.AppendNull()
 		return nil
 	}
+	if n, ok := v.(int); ok {
+		v = int64(n)
+	}
 	switch fb := fb.(type) {
 	case *array.Int32Builder:
 		fb.Append(int32(v.(int64)))

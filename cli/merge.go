@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/spf13/cobra"
+
+	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/rowfile"
+	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/tableops"
+)
+
+func init() { extraCommands = append(extraCommands, mergeCommand) }
+
+func mergeCommand(a *app) *cobra.Command {
+	var branch string
+	var props []string
+	c := &cobra.Command{
+		Use:   `merge "MERGE INTO NS.T [AS t] USING SOURCE [AS s] ON ... WHEN ..."`,
+		Short: "Run a SQL MERGE INTO statement (Spark SQL semantics) in one commit",
+		Long: `Run a MERGE INTO statement with the semantics of Spark SQL (and Iceberg's Spark
+extensions):
+
+  MERGE INTO ns.t [AS t] USING 'file' | ns.src [AS s] ON <condition>
+  WHEN MATCHED [AND <cond>] THEN DELETE | UPDATE SET * | UPDATE SET col = expr, ...
+  WHEN NOT MATCHED [BY TARGET] [AND <cond>] THEN INSERT * | INSERT (cols) VALUES (exprs)
+  WHEN NOT MATCHED BY SOURCE [AND <cond>] THEN DELETE | UPDATE SET col = expr, ...
+
+The source is a quoted file path (Parquet, CSV with a header row, JSON Lines; the
+format comes from the extension) or a table of the catalog, read at its current
+snapshot. It is loaded in memory. File columns named like target columns are read
+with the target's types; other columns keep their Parquet types, are strings in
+CSV, and take the type their JSON values have (boolean, long, double or string).
+
+ON needs an equality between a target and a source column (the join key); the
+target's candidate files are pruned by the keys' values before any row is read.
+Clauses are tried in order, the first whose condition holds applies. A target row
+matched by several source rows fails with MERGE_CARDINALITY_VIOLATION unless there
+are only NOT MATCHED clauses or a single unconditional WHEN MATCHED THEN DELETE.
+Rows are written per the table's write.merge.mode (copy-on-write by default);
+the data files, delete files and --property values land in one commit (the
+properties also when no row changes). On any error nothing is committed.`,
+		Example: `  floe merge "MERGE INTO shop.orders t USING 'changes.parquet' s ON t.id = s.id
+      WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE
+      WHEN MATCHED THEN UPDATE SET *
+      WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *" --property watermark=42
+  floe merge "MERGE INTO shop.active t USING shop.orders s ON t.id = s.id
+      WHEN NOT MATCHED AND s.status = 'active' THEN INSERT *" --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sql := args[0]
+			stmt, err := expr.ParseMerge(sql)
+			if err != nil {
+				return usageError{fmt.Errorf("bad MERGE statement: %s", expr.FormatError(sql, err))}
+			}
+			p, err := parseProps(props)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			cat, err := a.Catalog(ctx)
+			if err != nil {
+				return err
+			}
+			ident := table.Identifier(stmt.Target)
+			tbl, err := cat.Load(ctx, ident)
+			if err != nil {
+				return err
+			}
+			src, closeSrc, err := mergeSource(ctx, cat, stmt, tbl)
+			if err != nil {
+				return err
+			}
+			defer closeSrc()
+			opts := []merge.Option{merge.WithBranch(branch)}
+			if len(p) > 0 {
+				// Properties (watermarks) advance even when no row changes.
+				opts = append(opts, merge.WithCommitProperties(p), merge.WithCommitEmpty())
+			}
+			res, err := merge.Merge(ctx, cat, stmt, src, opts...)
+			if err != nil {
+				var pe expr.Positioned
+				if errors.As(err, &pe) {
+					err = formattedError{msg: expr.FormatError(sql, err), err: err}
+				}
+				if errors.Is(err, merge.ErrBadMerge) {
+					return usageError{err}
+				}
+				return err
+			}
+			return a.reportMerge(tableops.Target{Catalog: cat, Ident: ident, Branch: branch}, res)
+		},
+	}
+	c.Flags().StringVar(&branch, "branch", "", "merge into this branch")
+	c.Flags().StringArrayVar(&props, "property", nil, "table property k=v committed with the merge (repeatable)")
+	return c
+}
+
+// formattedError shows an error with the statement line and a caret.
+type formattedError struct {
+	msg string
+	err error
+}
+
+func (f formattedError) Error() string { return f.msg }
+func (f formattedError) Unwrap() error { return f.err }
+
+// mergeSource opens the USING relation of stmt: a file (its types guided
+// by the target table's) or a table at its current snapshot. The caller
+// calls the returned close function when done.
+func mergeSource(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, target *table.Table) (merge.Source, func(), error) {
+	if stmt.Source.Path == "" {
+		tbl, err := cat.Load(ctx, table.Identifier(stmt.Source.Table))
+		if err != nil {
+			return merge.Source{}, nil, err
+		}
+		schema, seq, err := scan.Rows(ctx, tbl, scan.Options{})
+		if err != nil {
+			return merge.Source{}, nil, err
+		}
+		return merge.Source{Schema: schema, Rows: seq}, func() {}, nil
+	}
+	path := stmt.Source.Path
+	format, err := rowfile.FormatFromPath(path)
+	if err != nil {
+		return merge.Source{}, nil, usageError{err}
+	}
+	hint, err := table.SchemaToArrowSchema(target.Schema(), nil, true, false)
+	if err != nil {
+		return merge.Source{}, nil, err
+	}
+	schema, err := sourceFileSchema(path, format, hint)
+	if err != nil {
+		return merge.Source{}, nil, err
+	}
+	rd, err := rowfile.Open(ctx, path, rowfile.ReadOptions{Target: schema, Format: format})
+	if err != nil {
+		return merge.Source{}, nil, err
+	}
+	return merge.Source{Schema: rd.Schema(), Rows: rd.All()}, func() { rd.Close() }, nil
+}
+
+// reportMerge prints the outcome of a merge: Spark's metrics.
+func (a *app) reportMerge(t tableops.Target, r *merge.MergeResult) error {
+	f, _ := a.outputFormat()
+	if f == rowfile.OutputJSON || f == rowfile.OutputJSONL {
+		out := map[string]any{"table": t.String(), "operation": "merge",
+			"num_affected_rows": r.NumAffectedRows, "num_updated_rows": r.NumUpdatedRows,
+			"num_deleted_rows": r.NumDeletedRows, "num_inserted_rows": r.NumInsertedRows,
+			"rows_added": r.RowsAdded, "rows_removed": r.RowsRemoved, "files_scanned": r.FilesScanned,
+			"mode": r.Mode, "snapshot_id": nil, "attempts": r.Attempts}
+		if r.SnapshotID != 0 {
+			out["snapshot_id"] = r.SnapshotID
+		}
+		return json.NewEncoder(a.stdout).Encode(out)
+	}
+	counts := fmt.Sprintf("%d updated, %d deleted, %d inserted", r.NumUpdatedRows, r.NumDeletedRows, r.NumInsertedRows)
+	switch {
+	case r.SnapshotID == 0 && r.Committed:
+		a.infof("merge %s: %s; no row changed, properties committed", t, counts)
+		return nil
+	case r.SnapshotID == 0:
+		a.infof("merge %s: %s; nothing changed, no snapshot committed", t, counts)
+		return nil
+	}
+	a.infof("merge %s: %s (%s), snapshot %d", t, counts, r.Mode, r.SnapshotID)
+	return nil
+}

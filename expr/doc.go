@@ -1,0 +1,59 @@
+// Package expr is floe's SQL expression language: the predicates of
+// --where, the assignments of --set, and whole MERGE INTO statements. It
+// parses them (Parse, ParseAssignments, ParseMerge), binds them to an Arrow
+// schema and evaluates them column-at-a-time on record batches (Compile,
+// Program), and converts predicates into iceberg-go expressions for file
+// pruning (ToIceberg).
+//
+// # Language
+//
+// The dialect follows Spark SQL:
+//
+//   - Literals: 12 (INT, or BIGINT, or DECIMAL(n,0) by size), 12.50
+//     (DECIMAL(4,2), not a float), 1e3 (DOUBLE), suffixes 12Y 12S 12L 1.5F
+//     1.5D 1.5BD, 'text' or "text" with doubled quotes inside, TRUE, FALSE,
+//     NULL, DATE '2024-01-31', TIMESTAMP '2024-01-31 10:00:00[.ffffff][zone]'
+//     (zone Z, UTC or ±hh[:mm]; none means UTC), TIMESTAMP_NTZ '...'.
+//   - Names: id, `any name` (a doubled backquote stands for one inside), qualified t.id,
+//     struct fields addr.city. Matching is exact first, then
+//     case-insensitive; see Compile.
+//   - Operators from low to high precedence: OR; AND; NOT; comparisons
+//     = == <> != < <= > >= <=>, IS [NOT] NULL, IS [NOT] TRUE|FALSE,
+//     [NOT] IN (...), [NOT] BETWEEN a AND b, [NOT] LIKE 'pattern' (% and _,
+//     backslash escapes); || (concatenation); + -; * / %; unary -.
+//   - CASE WHEN ... THEN ... [ELSE ...] END, CASE x WHEN v THEN ... END,
+//     CAST(x AS type) with BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT,
+//     DOUBLE, DECIMAL(p,s), STRING, BINARY, DATE, TIMESTAMP, TIMESTAMP_NTZ.
+//   - Functions COALESCE, NULLIF, IFNULL (NVL), LOWER, UPPER, LENGTH, TRIM,
+//     ABS, CONCAT.
+//
+// # Semantics
+//
+// Three-valued logic throughout; a filter keeps the rows where the
+// predicate is TRUE. Errors follow Spark's ANSI mode: division by zero,
+// integer and decimal overflow and invalid casts fail with an *EvalError
+// naming the sub-expression and the row, instead of producing NULL. Only
+// rows whose value matters can fail: the right side of AND/OR where the left
+// side does not decide, the taken branch of CASE, the COALESCE arguments
+// still needed.
+//
+// Types mix as in Spark: integers widen to the larger integer, integers
+// with decimals become decimals (literals with the precision of their
+// digits), anything with DOUBLE is DOUBLE; INT / INT is a DOUBLE division;
+// decimal arithmetic uses Spark's result precision and scale, capped at 38
+// digits with at least 6 fraction digits kept, and rounds half up. A string
+// literal compared with a date, timestamp or boolean is cast to that type at
+// compile time (ts >= '2024-01-01'); one compared with a number is read as a
+// number literal ('5.5' is 5.5, compared exactly); a date meets a timestamp
+// as midnight UTC;
+// timestamps with and without zone compare as UTC instants. Floats compare
+// as Spark does: NaN equals NaN and sorts above every number, -0.0 equals
+// 0.0.
+//
+// # Errors
+//
+// Errors carry positions (0-based byte offsets): *SyntaxError from the
+// parsers, *BindError from Compile and ToIceberg, *EvalError from
+// evaluation. Each wraps a sentinel of errors.go for errors.Is, and
+// FormatError draws the source line with a caret under the position.
+package expr

@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+
+	"github.com/floedata/floe/transform"
+)
+
+// SyncSpec describes the seeds' CDC transform: keep Dst equal to
+// SELECT Columns FROM Src WHERE Filter, by key.
+type SyncSpec struct {
+	Name    string   // transform name (default "sync <src> -> <dst>")
+	Src     string   // source table
+	Dst     string   // destination table
+	Keys    []string // key columns (unique in the source)
+	Filter  string   // SQL predicate; rows that stop matching are deleted
+	Columns []string // projection (must include the keys); nil = all
+	Branch  string   // source branch ("" = main)
+	// PartitionBy is the partition spec floe creates the destination with.
+	PartitionBy string
+	// Properties for the destination table when floe creates it.
+	Properties map[string]string
+	// SemanticVersion, when bumped, rebuilds the destination in full.
+	SemanticVersion int
+}
+
+// Sync returns the transform for spec. Its first build copies the
+// filtered, projected source; later builds apply the source's changelog
+// per key, deleting rows that leave the filter (or whose filter columns
+// become NULL). Its semantic version follows the keys, filter and
+// columns (and SemanticVersion), so changing them rebuilds the
+// destination.
+func Sync(spec SyncSpec) (*transform.Transform, error) {
+	if len(spec.Keys) == 0 {
+		return nil, fmt.Errorf("sync %s -> %s: --key is required", spec.Src, spec.Dst)
+	}
+	if spec.Columns != nil {
+		have := map[string]bool{}
+		for _, c := range spec.Columns {
+			have[c] = true
+		}
+		for _, k := range spec.Keys {
+			if !have[k] {
+				return nil, fmt.Errorf("sync %s -> %s: --columns must include the key column %q", spec.Src, spec.Dst, k)
+			}
+		}
+	}
+	name := spec.Name
+	if name == "" {
+		name = fmt.Sprintf("sync %s -> %s", spec.Src, spec.Dst)
+	}
+	version := optionsVersion(spec.SemanticVersion, strings.Join(spec.Keys, ","), spec.Filter, strings.Join(spec.Columns, ","))
+	compute := func(ctx *transform.Context) error {
+		src := ctx.Input("source")
+		if spec.Filter != "" {
+			src = src.Filter(spec.Filter)
+		}
+		out := ctx.Output("destination")
+		if !ctx.IsIncremental() {
+			rows, err := src.Current()
+			if err != nil {
+				return err
+			}
+			if rows, err = rows.Select(spec.Columns...); err != nil {
+				return err
+			}
+			return out.Replace(rows)
+		}
+		changes, err := src.Changelog(spec.Keys...)
+		if err != nil {
+			return err
+		}
+		if changes, err = changes.Select(spec.Columns...); err != nil {
+			return err
+		}
+		return out.ApplyChangelog(changes, spec.Keys...)
+	}
+	return transform.New(name, compute,
+		transform.WithInputOnBranch("source", spec.Src, spec.Branch),
+		transform.WithOutput("destination", spec.Dst, transform.Identifier(spec.Keys...),
+			transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)),
+		transform.WithReadMode(transform.Changelog),
+		transform.WithSemanticVersion(version)), nil
+}
+
+// optionsVersion derives a transform's semantic version from the options
+// that change its output, so that changing them rebuilds the output. A
+// user's bump (semantic, when not 0) changes it too.
+func optionsVersion(semantic int, options ...string) int {
+	s := strings.Join(options, "|")
+	if semantic != 0 {
+		s += "|v" + strconv.Itoa(semantic)
+	}
+	return int(crc32.ChecksumIEEE([]byte(s)) & 0x7fffffff)
+}

@@ -1,0 +1,256 @@
+package rows
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/zeebo/xxh3"
+)
+
+// HashKeys returns a 64-bit hash of the values of cols for every row of
+// rec, reusing out when it has room. Rows whose keys are equal as
+// AppendKey encodes them (NULL equal to NULL, NaN to NaN, -0 to 0) get
+// equal hashes, also across records whose key columns differ only in
+// integer or float width or in the kind of string or binary; unequal keys
+// collide rarely, so a hash match must be confirmed with KeysEqual. The
+// hash is computed column by column, without encoding each row, and is
+// the same on every run (partitioning may rely on it).
+func HashKeys(rec arrow.RecordBatch, cols []int, out []uint64) []uint64 {
+	n := int(rec.NumRows())
+	if cap(out) < n {
+		out = make([]uint64, n)
+	}
+	out = out[:n]
+	for i := range out {
+		out[i] = hashSeed
+	}
+	for _, c := range cols {
+		hashColumn(out, rec.Column(c))
+	}
+	for i, h := range out {
+		out[i] = fmix64(h)
+	}
+	return out
+}
+
+// hashColumn folds the values of arr into the running hashes out.
+func hashColumn(out []uint64, arr arrow.Array) {
+	switch a := arr.(type) {
+	case *array.Int64:
+		hashInts(out, a, a.Int64Values())
+	case *array.Int32:
+		hashInts(out, a, a.Int32Values())
+	case *array.Int16:
+		hashInts(out, a, a.Int16Values())
+	case *array.Int8:
+		hashInts(out, a, a.Int8Values())
+	case *array.Uint64:
+		hashInts(out, a, a.Uint64Values())
+	case *array.Uint32:
+		hashInts(out, a, a.Uint32Values())
+	case *array.Uint16:
+		hashInts(out, a, a.Uint16Values())
+	case *array.Uint8:
+		hashInts(out, a, a.Uint8Values())
+	case *array.Date32:
+		hashInts(out, a, a.Date32Values())
+	case *array.Date64:
+		hashInts(out, a, a.Date64Values())
+	case *array.Time32:
+		hashInts(out, a, a.Time32Values())
+	case *array.Time64:
+		hashInts(out, a, a.Time64Values())
+	case *array.Timestamp:
+		hashInts(out, a, a.TimestampValues())
+	case *array.Float64:
+		for i := range out {
+			if a.IsNull(i) {
+				out[i] = mixNull(out[i])
+			} else {
+				out[i] = mixValue(out[i], floatBits(a.Value(i)))
+			}
+		}
+	case *array.Float32:
+		for i := range out {
+			if a.IsNull(i) {
+				out[i] = mixNull(out[i])
+			} else {
+				out[i] = mixValue(out[i], floatBits(float64(a.Value(i))))
+			}
+		}
+	case *array.String:
+		for i := range out {
+			if a.IsNull(i) {
+				out[i] = mixNull(out[i])
+			} else {
+				out[i] = mixValue(out[i], xxh3.HashString(a.Value(i)))
+			}
+		}
+	case *array.LargeString:
+		for i := range out {
+			if a.IsNull(i) {
+				out[i] = mixNull(out[i])
+			} else {
+				out[i] = mixValue(out[i], xxh3.HashString(a.Value(i)))
+			}
+		}
+	case *array.Binary:
+		hashBytes(out, a, a.Value)
+	case *array.LargeBinary:
+		hashBytes(out, a, a.Value)
+	case *array.FixedSizeBinary:
+		hashBytes(out, a, a.Value)
+	case array.ExtensionArray:
+		hashColumn(out, a.Storage())
+	case *array.Decimal128:
+		for i := range out {
+			if a.IsNull(i) {
+				out[i] = mixNull(out[i])
+			} else {
+				v := a.Value(i)
+				out[i] = mixValue(mixValue(out[i], uint64(v.HighBits())), v.LowBits())
+			}
+		}
+	case *array.Boolean:
+		for i := range out {
+			switch {
+			case a.IsNull(i):
+				out[i] = mixNull(out[i])
+			case a.Value(i):
+				out[i] = mixValue(out[i], 1)
+			default:
+				out[i] = mixValue(out[i], 0)
+			}
+		}
+	default:
+		// Nested types hash their canonical encoding.
+		var buf []byte
+		for i := range out {
+			buf = AppendValue(buf[:0], arr, i)
+			out[i] = mixValue(out[i], xxh3.Hash(buf))
+		}
+	}
+}
+
+func hashBytes(out []uint64, a arrow.Array, value func(int) []byte) {
+	for i := range out {
+		if a.IsNull(i) {
+			out[i] = mixNull(out[i])
+		} else {
+			out[i] = mixValue(out[i], xxh3.Hash(value(i)))
+		}
+	}
+}
+
+type integer interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+func hashInts[T integer](out []uint64, a arrow.Array, vals []T) {
+	if a.NullN() == 0 {
+		for i, v := range vals[:len(out)] {
+			out[i] = mixValue(out[i], uint64(v))
+		}
+		return
+	}
+	for i, v := range vals[:len(out)] {
+		if a.IsNull(i) {
+			out[i] = mixNull(out[i])
+		} else {
+			out[i] = mixValue(out[i], uint64(v))
+		}
+	}
+}
+
+const (
+	hashSeed  = 0x243f6a8885a308d3
+	nullValue = 0x9e3779b97f4a7c15
+)
+
+// mixValue folds one column's value into a row's running hash; the
+// rotation makes the column order count.
+func mixValue(h, v uint64) uint64 { return bits.RotateLeft64(h, 23) ^ fmix64(v^0x5bd1e9955bd1e995) }
+
+func mixNull(h uint64) uint64 { return bits.RotateLeft64(h, 23) ^ nullValue }
+
+// fmix64 is MurmurHash3's 64-bit finaliser.
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// floatBits is the bit pattern AppendKey encodes a float by: one NaN, and
+// -0 folded into 0.
+func floatBits(f float64) uint64 {
+	switch {
+	case math.IsNaN(f):
+		f = math.NaN()
+	case f == 0:
+		f = 0
+	}
+	return math.Float64bits(f)
+}
+
+// KeysEqual reports whether row i of a and row j of b hold equal values
+// in cols, with the equality AppendKey encodes (NULL equal to NULL, NaN to
+// NaN, -0 to 0). Columns of the same type compare directly; others
+// compare their encodings.
+func KeysEqual(a arrow.RecordBatch, i int, b arrow.RecordBatch, j int, cols []int) bool {
+	for _, c := range cols {
+		if !valueEqual(a.Column(c), i, b.Column(c), j) {
+			return false
+		}
+	}
+	return true
+}
+
+func valueEqual(x arrow.Array, i int, y arrow.Array, j int) bool {
+	xn, yn := x.IsNull(i), y.IsNull(j)
+	if xn || yn {
+		return xn == yn
+	}
+	switch xa := x.(type) {
+	case *array.Int64:
+		if ya, ok := y.(*array.Int64); ok {
+			return xa.Value(i) == ya.Value(j)
+		}
+	case *array.Int32:
+		if ya, ok := y.(*array.Int32); ok {
+			return xa.Value(i) == ya.Value(j)
+		}
+	case *array.Timestamp:
+		if ya, ok := y.(*array.Timestamp); ok {
+			return xa.Value(i) == ya.Value(j)
+		}
+	case *array.Date32:
+		if ya, ok := y.(*array.Date32); ok {
+			return xa.Value(i) == ya.Value(j)
+		}
+	case *array.Float64:
+		if ya, ok := y.(*array.Float64); ok {
+			return floatBits(xa.Value(i)) == floatBits(ya.Value(j))
+		}
+	case *array.String:
+		if ya, ok := y.(*array.String); ok {
+			return xa.Value(i) == ya.Value(j)
+		}
+	case *array.Decimal128:
+		if ya, ok := y.(*array.Decimal128); ok {
+			return xa.Value(i) == ya.Value(j)
+		}
+	case *array.Boolean:
+		if ya, ok := y.(*array.Boolean); ok {
+			return xa.Value(i) == ya.Value(j)
+		}
+	}
+	var bx, by [64]byte
+	ex := AppendValue(bx[:0], x, i)
+	ey := AppendValue(by[:0], y, j)
+	return string(ex) == string(ey)
+}

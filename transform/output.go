@@ -1,0 +1,337 @@
+package transform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/changelog"
+	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/ddl"
+	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/state"
+	"github.com/floedata/floe/tableops"
+	"github.com/floedata/floe/write"
+)
+
+// ErrAlreadyWritten is returned when compute writes one output twice in a
+// build: each output gets exactly one commit per build.
+var ErrAlreadyWritten = errors.New("output already written in this build")
+
+// Output is an output table as one build writes it. Each of Write,
+// Replace, ApplyChangelog, Commit and Transaction may be used once per
+// build; the commit carries the build's watermarks.
+type Output struct {
+	spec    OutputSpec
+	b       *build
+	ident   table.Identifier
+	tbl     *table.Table // nil when missing at the start of the build
+	expect  map[string]string
+	written bool
+	tx      *table.Transaction
+	result  OutputResult
+}
+
+// OutputResult says what a build committed to one output.
+type OutputResult struct {
+	Name, Table string
+	Operation   string // write, replace, apply, merge, native, watermark, none
+	SnapshotID  int64
+	Committed   bool
+	RowsAdded   int64
+	RowsRemoved int64
+}
+
+// Name is the output's declared name.
+func (o *Output) Name() string { return o.spec.Name }
+
+// Table is the iceberg-go table as loaded at the start of the build (nil
+// when the output does not exist yet).
+func (o *Output) Table() *table.Table { return o.tbl }
+
+func (o *Output) begin(op string) error {
+	if o.written {
+		return fmt.Errorf("%w: %s (%s)", ErrAlreadyWritten, o.spec.Name, o.spec.Table)
+	}
+	o.written = true
+	o.result.Operation = op
+	return nil
+}
+
+func (o *Output) commitOptions() commit.Options {
+	return commit.Options{
+		Branch:             o.spec.Branch,
+		SnapshotProperties: iceberg.Properties{"floe.operation": "transform", "floe.transform.name": o.b.t.Name},
+		SetProperties:      o.b.next.Properties(),
+		Expect:             o.expect,
+		CommitEmpty:        true,
+	}
+}
+
+// Write appends rows when the build is incremental and replaces the
+// output's rows when it is not (creating the table on the first build,
+// with the rows' schema).
+func (o *Output) Write(rows array.RecordReader) error {
+	if o.b.incremental {
+		return o.write("write", rows, false)
+	}
+	return o.write("write", rows, true)
+}
+
+// Replace replaces the output's rows with rows, in one commit.
+func (o *Output) Replace(rows array.RecordReader) error { return o.write("replace", rows, true) }
+
+func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
+	if err := o.begin(op); err != nil {
+		return err
+	}
+	ctx := o.b.ctx
+	tbl, err := o.ensure(ctx, rows.Schema(), o.spec.Identifier)
+	if err != nil {
+		return err
+	}
+	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		return err
+	}
+	conformed, err := conform(ctx, o.spec.Table, rows, target)
+	if err != nil {
+		return err
+	}
+	files, err := write.WriteRows(ctx, tbl, conformed)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: o.spec.Branch, RemoveAll: replace, InsertFiles: files, Reuse: reuse})
+	})
+	if err != nil {
+		if fs, ferr := tbl.FS(ctx); ferr == nil {
+			write.Cleanup(fs, paths(files))
+		}
+		return fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	o.record(res.Committed, res.SnapshotID, res.Result)
+	return nil
+}
+
+func (o *Output) record(committed bool, snapshot int64, r *write.Result) {
+	o.result.Committed, o.result.SnapshotID = committed, snapshot
+	if r != nil {
+		o.result.RowsAdded, o.result.RowsRemoved = r.RowsAdded, r.RowsRemoved
+	}
+}
+
+// ApplyChangelog upserts and deletes rows of the output by key from change
+// rows (as Input.Changelog returns them), in one commit with the build's
+// watermarks. The output is created (identifier fields = keys) when missing.
+func (o *Output) ApplyChangelog(changes array.RecordReader, keys ...string) error {
+	if err := o.begin("apply"); err != nil {
+		return err
+	}
+	ctx := o.b.ctx
+	dataSchema := withoutChangeColumns(changes.Schema())
+	if _, err := o.ensure(ctx, dataSchema, keys); err != nil {
+		return err
+	}
+	res, err := merge.Apply(ctx, o.b.r.Catalog, o.ident, changes.Schema(), streamOf(changes), keys,
+		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
+		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
+		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
+	if err != nil {
+		return fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
+	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	return nil
+}
+
+// Merge runs a SQL MERGE INTO statement on the output with source as its
+// USING rows, in one commit with the build's watermarks. The statement's
+// target may be written {output} (or the output's table name); its USING
+// clause names the source (any name: the rows come from source), e.g.
+//
+//	MERGE INTO {output} AS t USING changes AS s ON t.id = s.id
+//	WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE
+//	WHEN MATCHED THEN UPDATE SET *
+//	WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *
+func (o *Output) Merge(statement string, source array.RecordReader) error {
+	if err := o.begin("merge"); err != nil {
+		return err
+	}
+	ctx := o.b.ctx
+	stmt, err := expr.ParseMerge(strings.ReplaceAll(statement, "{output}", catalog.FormatName(o.ident)))
+	if err != nil {
+		return fmt.Errorf("output %s: %s", o.spec.Table, expr.FormatError(statement, err))
+	}
+	if catalog.FormatName(stmt.Target) != catalog.FormatName(o.ident) {
+		return fmt.Errorf("output %s: the MERGE statement targets %s", o.spec.Table, catalog.FormatName(stmt.Target))
+	}
+	if o.tbl == nil {
+		return fmt.Errorf("output %s does not exist yet: create it with Write or Replace on a full build", o.spec.Table)
+	}
+	name := ""
+	if len(stmt.Source.Table) > 0 {
+		name = stmt.Source.Table[len(stmt.Source.Table)-1]
+	}
+	res, err := merge.Merge(ctx, o.b.r.Catalog, stmt, merge.Source{Name: name, Schema: source.Schema(), Rows: streamOf(source)},
+		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
+		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
+		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
+	if err != nil {
+		return fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
+	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	return nil
+}
+
+// Transaction returns an iceberg-go transaction on the output for native
+// writes (the seeds' PyIceberg and Spark examples). floe commits it after
+// compute returns, with the build's watermarks in the same commit.
+func (o *Output) Transaction() (*table.Transaction, error) {
+	if err := o.begin("native"); err != nil {
+		return nil, err
+	}
+	if o.tbl == nil {
+		return nil, fmt.Errorf("output %s does not exist yet: create it with Write or Replace on a full build", o.spec.Table)
+	}
+	branch := o.spec.Branch
+	if branch == "" {
+		branch = table.MainBranch
+	}
+	tx, err := o.tbl.NewTransactionOnBranchWithError(branch)
+	if err != nil {
+		return nil, err
+	}
+	o.tx = tx
+	return tx, nil
+}
+
+// finish commits a native transaction, or advances the watermark of an
+// output compute did not write.
+func (o *Output) finish(ctx context.Context) error {
+	if o.tx != nil {
+		cur, err := o.b.r.Catalog.Load(ctx, o.ident)
+		if err != nil {
+			return err
+		}
+		for k, v := range o.expect {
+			if cur.Properties()[k] != v {
+				return fmt.Errorf("output %s: %w: property %s changed during the build", o.spec.Table, commit.ErrWatermarkMoved, k)
+			}
+		}
+		if err := o.tx.SetProperties(o.b.next.Properties()); err != nil {
+			return err
+		}
+		tbl, err := o.tx.Commit(ctx)
+		if err != nil {
+			return fmt.Errorf("output %s: commit native transaction: %w", o.spec.Table, err)
+		}
+		o.result.Committed = true
+		if s, _ := write.BranchHead(tbl, o.spec.Branch); s != nil {
+			o.result.SnapshotID = s.SnapshotID
+		}
+		return nil
+	}
+	if o.written {
+		return nil
+	}
+	if o.tbl == nil {
+		o.result.Operation = "none"
+		o.b.log.Warn("output not written and missing; it stays missing", "output", o.spec.Table)
+		return nil
+	}
+	o.result.Operation = "watermark"
+	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: o.spec.Branch})
+	})
+	if err != nil {
+		return fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	o.record(res.Committed, res.SnapshotID, nil)
+	return nil
+}
+
+// ensure returns the output table, creating it from schema when missing.
+func (o *Output) ensure(ctx context.Context, schema *arrow.Schema, identifier []string) (*table.Table, error) {
+	if o.tbl != nil {
+		return o.tbl, nil
+	}
+	cat := o.b.r.Catalog
+	if tbl, err := cat.Load(ctx, o.ident); err == nil {
+		o.tbl = tbl
+		return tbl, nil
+	}
+	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(schema, false)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: schema: %w", o.spec.Table, err)
+	}
+	if len(identifier) > 0 {
+		var ids []int
+		fields := sc.Fields()
+		for _, n := range identifier {
+			found := false
+			for i, f := range fields {
+				if f.Name == n {
+					fields[i].Required = true
+					ids = append(ids, f.ID)
+					found = true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("output %s: identifier column %q is not in the written rows", o.spec.Table, n)
+			}
+		}
+		sc = iceberg.NewSchemaWithIdentifiers(sc.ID, ids, fields...)
+	}
+	spec, err := ddl.ParsePartitionSpec(o.spec.PartitionBy, sc)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: partition: %w", o.spec.Table, err)
+	}
+	if err := cat.EnsureNamespace(ctx, o.ident[:len(o.ident)-1]); err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{}
+	for k, v := range o.spec.Properties {
+		props[k] = v
+	}
+	tbl, err := tableops.Create(ctx, cat, o.ident, sc, spec, props)
+	if err != nil {
+		return nil, err
+	}
+	o.b.log.Info("created output table", "output", o.spec.Table)
+	o.tbl = tbl
+	return tbl, nil
+}
+
+// withoutChangeColumns drops changelog metadata columns from a schema.
+func withoutChangeColumns(s *arrow.Schema) *arrow.Schema {
+	var fields []arrow.Field
+	for _, f := range s.Fields() {
+		switch f.Name {
+		case changelog.ChangeTypeColumn, changelog.ChangeOrdinalColumn, changelog.CommitSnapshotColumn:
+			continue
+		}
+		fields = append(fields, f)
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+func paths(files []iceberg.DataFile) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.FilePath()
+	}
+	return out
+}
+
+var _ = state.NoSnapshot
