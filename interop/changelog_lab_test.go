@@ -166,7 +166,8 @@ func (l *lab) compareChangelog(t *testing.T, table string, o clOptions) (outcome
 		t.Fatalf("changelog %s: Spark: %v", o, sparkErr)
 	}
 	got, floeErr := l.floeChangelog(table, o)
-	if floeErr != nil && !errors.Is(floeErr, interop.ErrFloe) {
+	var fe *interop.FloeError
+	if floeErr != nil && !errors.As(floeErr, &fe) {
 		t.Fatalf("changelog %s: floe: %v", o, floeErr)
 	}
 	repro := "reproduce with: floe " + strings.Join(o.floeArgs(table), " ") + "\n  and: " + o.sparkCall(table, "v")
@@ -179,9 +180,9 @@ func (l *lab) compareChangelog(t *testing.T, table string, o clOptions) (outcome
 		return refused, got
 	case sparkErr != nil && floeErr != nil:
 		msg := referenceMessage(sparkErr)
-		if !strings.Contains(floeErr.(*interop.FloeError).Stderr, msg) {
+		if !strings.Contains(fe.Stderr, msg) {
 			t.Errorf("changelog %s: both fail, but floe's message does not quote the reference's\n  reference: %s\n  floe:      %s\n%s",
-				o, msg, floeErr.(*interop.FloeError).Stderr, repro)
+				o, msg, fe.Stderr, repro)
 			return disagree, nil
 		}
 		return sameError, nil
