@@ -117,10 +117,6 @@ type Changelog struct {
 // Open validates the options against the table and resolves the range.
 // Errors for invalid options come back here, before any data is read.
 func Open(ctx context.Context, tbl *table.Table, o Options) (*Changelog, error) {
-	rng, err := resolveRange(tbl, &o)
-	if err != nil {
-		return nil, err
-	}
 	reader, err := scan.NewReader(ctx, tbl, nil)
 	if err != nil {
 		return nil, err
@@ -129,7 +125,7 @@ func Open(ctx context.Context, tbl *table.Table, o Options) (*Changelog, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := &Changelog{tbl: tbl, opts: o, rng: rng, reader: reader, dataSch: dataSch}
+	c := &Changelog{tbl: tbl, opts: o, reader: reader, dataSch: dataSch}
 	for i := range dataSch.Fields() {
 		c.dataCols = append(c.dataCols, i)
 	}
@@ -195,6 +191,12 @@ func Open(ctx context.Context, tbl *table.Table, o Options) (*Changelog, error) 
 		}
 		// Per-key views are built from update images.
 		c.updates = true
+	}
+	// The range is resolved after the options are validated: the reference
+	// checks the options when the view is created and the range only when
+	// it is read, so an invalid combination is reported first.
+	if c.rng, err = resolveRange(tbl, &c.opts); err != nil {
+		return nil, err
 	}
 	meta := []arrow.Field{
 		{Name: ChangeTypeColumn, Type: arrow.BinaryTypes.String},

@@ -29,7 +29,7 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 	if err != nil {
 		return err
 	}
-	src := &source{c: c, fs: fs, states: map[int64]*scan.State{}}
+	src := &source{c: c, fs: fs, states: map[int64]*scan.State{}, keepCarryovers: c.opts.NetChanges}
 	n := c.dataSch.NumFields()
 	var global *rows.Partitioner
 	if c.opts.NetChanges {
@@ -59,6 +59,19 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 	for ordinal, s := range c.rng.Snapshots {
 		if stopped {
 			return nil
+		}
+		if c.opts.NetChanges {
+			// The reference's net changes run one iterator over the raw
+			// changes of the whole range (RemoveNetCarryoverIterator): a
+			// row's carry-overs are not removed snapshot by snapshot first,
+			// so a row that survives takes the ordinal and snapshot of its
+			// last re-insertion, carry-overs included.
+			if _, err := src.changes(ctx, s, ordinal, func(kinds) func(arrow.RecordBatch) error {
+				return out
+			}); err != nil {
+				return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
+			}
+			continue
 		}
 		// Group the snapshot's raw changes by identifier (update images) or
 		// by whole row (carry-over removal), unless they need neither.
@@ -298,8 +311,10 @@ func (c *Changelog) processSnapshot(ctx context.Context, recs []arrow.RecordBatc
 			}
 			if len(dels) >= 2 {
 				r := refs[dels[0]]
-				return nil, fmt.Errorf("%w: Cannot compute updates because there are multiple rows with the same identifier fields([%s]). Please make sure the rows are unique. (snapshot %d, %s)",
-					ErrDuplicateIdentifier, strings.Join(c.idNames, ","), snapshotID, rows.FormatKey(recs[r.b], c.idCols, r.i))
+				// The reference's procedure groups by the identifier columns
+				// and _change_ordinal and names both in its message.
+				return nil, fmt.Errorf("%w: Cannot compute updates because there are multiple rows with the same identifier fields([%s,%s]). Please make sure the rows are unique. (snapshot %d, %s)",
+					ErrDuplicateIdentifier, strings.Join(c.idNames, ","), ChangeOrdinalColumn, snapshotID, rows.FormatKey(recs[r.b], c.idCols, r.i))
 			}
 			if len(dels) == 1 && len(ins) >= 1 {
 				kinds[dels[0]] = UpdateBefore

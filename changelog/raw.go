@@ -87,6 +87,11 @@ type source struct {
 	c      *Changelog
 	fs     iceio.IO
 	states map[int64]*scan.State
+	// keepCarryovers turns off the early cancelling of a rewrite's
+	// identical DELETE/INSERT pairs (pairer): net changes must see every
+	// carry-over, because the reference's net-change pass gives a surviving
+	// row the ordinal of its last re-insertion, carry-overs included.
+	keepCarryovers bool
 }
 
 func (src *source) state(ctx context.Context, s *table.Snapshot) (*scan.State, error) {
@@ -182,7 +187,7 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		}
 		return scan.Deletes{}
 	}
-	if len(files.addedData) > 0 && len(files.removedData) > 0 {
+	if len(files.addedData) > 0 && len(files.removedData) > 0 && !src.keepCarryovers {
 		// A rewrite: pair identical rows of the removed and added files as
 		// they are read (see pairer).
 		live := func(entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes, kind string) iter.Seq2[arrow.RecordBatch, error] {

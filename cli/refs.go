@@ -49,7 +49,7 @@ func tableBranch(a *app) *cobra.Command {
 			}
 			_, _, err = cat.Iceberg().CommitTable(ctx, ident,
 				[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(name, nil)},
-				[]table.Update{table.NewSetSnapshotRefUpdate(name, id, table.BranchRef, -1, -1, -1)})
+				[]table.Update{setBranch(name, id)})
 			if err != nil {
 				return fmt.Errorf("create branch %s of %s: %w", name, catalog.FormatName(ident), err)
 			}
@@ -198,7 +198,7 @@ func tableSetCurrent(a *app) *cobra.Command {
 			}
 			_, _, err = cat.Iceberg().CommitTable(ctx, ident,
 				[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(b, cur)},
-				[]table.Update{table.NewSetSnapshotRefUpdate(b, snapshot, table.BranchRef, -1, -1, -1)})
+				[]table.Update{setBranch(b, snapshot)})
 			if err != nil {
 				return fmt.Errorf("set-current %s: %w", catalog.FormatName(ident), err)
 			}
@@ -209,6 +209,14 @@ func tableSetCurrent(a *app) *cobra.Command {
 	c.Flags().Int64Var(&snapshot, "snapshot", 0, "any snapshot of the table")
 	c.Flags().StringVar(&branch, "branch", "", "the branch to move (default main)")
 	return c
+}
+
+// setBranch is the catalog update that points branch name at snapshot id
+// with the table's default retention. The retention fields stay zero, which
+// iceberg-go leaves out of the request: a REST catalog rejects the -1 it would
+// otherwise send ("Min snapshots to keep must be greater than 0").
+func setBranch(name string, id int64) table.Update {
+	return table.NewSetSnapshotRefUpdate(name, id, table.BranchRef, 0, 0, 0)
 }
 
 func tableRegister(a *app) *cobra.Command {

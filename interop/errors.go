@@ -20,4 +20,7 @@ var (
 	// ErrServerStart reports a server (the REST catalog) that did not become
 	// ready.
 	ErrServerStart = errors.New("interop: server did not start")
+	// ErrFloe reports a floe command that exited with a non-zero status; the
+	// *FloeError carries the status and floe's stderr.
+	ErrFloe = errors.New("interop: floe failed")
 )

@@ -170,19 +170,3 @@ func FloeBinary(tb testing.TB) string {
 	}
 	return shared.floe
 }
-
-// RunFloe runs the floe executable bin with args in dir and returns its
-// standard output. A non-zero exit is an error carrying the exit status and
-// standard error.
-func RunFloe(ctx context.Context, bin, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	var stderr tailBuffer
-	stderr.max = 64 << 10
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("floe %v: %w; stderr:\n%s", args, err, stderr.Tail(8<<10))
-	}
-	return out, nil
-}

@@ -173,3 +173,46 @@ func TestNumber(t *testing.T) {
 }
 
 func zero() float64 { return 0 }
+
+func TestDecodeLines(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		cols    []string
+		rows    []string // canonical rows, sorted
+		wantErr string
+	}{
+		{"empty input", "", nil, []string{}, ""},
+		{"blank lines only", "\n  \n", nil, []string{}, ""},
+		{"key order of the first line", `{"b":1,"a":"x"}` + "\n" + `{"a":"y","b":2}` + "\n",
+			[]string{"b", "a"}, []string{`[1,"x"]`, `[2,"y"]`}, ""},
+		{"exact numbers and nested values", `{"id":9223372036854775807,"d":"1.50","l":[1,null],"s":{"x":true}}`,
+			[]string{"id", "d", "l", "s"}, []string{`[9223372036854775807,"1.50",[1,null],{"x":true}]`}, ""},
+		{"missing key", `{"a":1,"b":2}` + "\n" + `{"a":1}`, nil, nil, "line 2 has keys a"},
+		{"extra key", `{"a":1}` + "\n" + `{"c":1}`, nil, nil, `line 2: key "c" is not a column`},
+		{"duplicate key", `{"a":1,"a":2}`, nil, nil, `line 1: key "a" appears twice`},
+		{"not an object", `[1,2]`, nil, nil, "line 1: want a JSON object"},
+		{"trailing text", `{"a":1} {"a":2}`, nil, nil, "line 1: text after the object"},
+		{"bad json names its line", "{\"a\":1}\n\n{\"a\":}", nil, nil, "line 3:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeLines([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !errors.Is(err, ErrInvalidRows) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want ErrInvalidRows containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got.Names(), ",") != strings.Join(tc.cols, ",") {
+				t.Errorf("columns = %v, want %v", got.Names(), tc.cols)
+			}
+			if c := got.Canonical(); strings.Join(c, "\n") != strings.Join(tc.rows, "\n") {
+				t.Errorf("rows = %v, want %v", c, tc.rows)
+			}
+		})
+	}
+}
