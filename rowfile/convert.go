@@ -179,11 +179,23 @@ func nonNull(c conv, fn appendFn) appendFn {
 	}
 }
 
+// valueArray is an Arrow array whose values read as V.
+type valueArray[V any] interface {
+	arrow.Array
+	Value(int) V
+}
+
+// valuesOf compiles fn over the non-NULL values of arrays of type A.
+func valuesOf[A valueArray[V], V any](c conv, fn func(V) error) appendFn {
+	return nonNull(c, func(a arrow.Array, i int) error { return fn(a.(A).Value(i)) })
+}
+
 // commonArrowFunc handles the source types every converter accepts: NULL
 // arrays, dictionaries and extension types (through their values or
 // storage), and strings (parsed as text). It returns nil when src is none of
 // those.
 func commonArrowFunc(c conv, src arrow.DataType) (appendFn, error) {
+	text := func(v string) error { return c.appendText(unsafeBytes(v)) }
 	switch t := src.(type) {
 	case *arrow.NullType:
 		return func(arrow.Array, int) error { return c.appendNull() }, nil
@@ -215,17 +227,11 @@ func commonArrowFunc(c conv, src arrow.DataType) (appendFn, error) {
 			return inner(a.(array.ExtensionArray).Storage(), i)
 		}, nil
 	case *arrow.StringType:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			return c.appendText(unsafeBytes(a.(*array.String).Value(i)))
-		}), nil
+		return valuesOf[*array.String](c, text), nil
 	case *arrow.LargeStringType:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			return c.appendText(unsafeBytes(a.(*array.LargeString).Value(i)))
-		}), nil
+		return valuesOf[*array.LargeString](c, text), nil
 	case *arrow.StringViewType:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			return c.appendText(unsafeBytes(a.(*array.StringView).Value(i)))
-		}), nil
+		return valuesOf[*array.StringView](c, text), nil
 	}
 	return nil, nil
 }
@@ -734,22 +740,14 @@ func (c *stringConv) appendJSON(p *jparser, i int32) error {
 }
 
 func (c *stringConv) arrowFunc(src arrow.DataType) (appendFn, error) {
+	add := func(v string) error { c.sb.AppendString(v); return nil }
 	switch src.ID() {
 	case arrow.STRING:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			c.sb.AppendString(a.(*array.String).Value(i))
-			return nil
-		}), nil
+		return valuesOf[*array.String](c, add), nil
 	case arrow.LARGE_STRING:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			c.sb.AppendString(a.(*array.LargeString).Value(i))
-			return nil
-		}), nil
+		return valuesOf[*array.LargeString](c, add), nil
 	case arrow.STRING_VIEW:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			c.sb.AppendString(a.(*array.StringView).Value(i))
-			return nil
-		}), nil
+		return valuesOf[*array.StringView](c, add), nil
 	}
 	if fn, err := commonArrowFunc(c, src); fn != nil || err != nil {
 		return fn, err
@@ -787,22 +785,14 @@ func (c *binaryConv) appendJSON(p *jparser, i int32) error {
 }
 
 func (c *binaryConv) arrowFunc(src arrow.DataType) (appendFn, error) {
+	add := func(v []byte) error { c.bb.Append(v); return nil }
 	switch src.ID() {
 	case arrow.BINARY:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			c.bb.Append(a.(*array.Binary).Value(i))
-			return nil
-		}), nil
+		return valuesOf[*array.Binary](c, add), nil
 	case arrow.LARGE_BINARY:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			c.bb.Append(a.(*array.LargeBinary).Value(i))
-			return nil
-		}), nil
+		return valuesOf[*array.LargeBinary](c, add), nil
 	case arrow.BINARY_VIEW:
-		return nonNull(c, func(a arrow.Array, i int) error {
-			c.bb.Append(a.(*array.BinaryView).Value(i))
-			return nil
-		}), nil
+		return valuesOf[*array.BinaryView](c, add), nil
 	}
 	if fn, err := commonArrowFunc(c, src); fn != nil || err != nil {
 		return fn, err
