@@ -117,17 +117,10 @@ func formattedChanges(t *testing.T, tbl *table.Table, o changelog.Options) []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for rec, err := range seq {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range int(rec.NumRows()) {
-			out = append(out, rows.FormatRow(rec, i))
-		}
-		rec.Release()
+	out, err := rows.FormatSorted(seq)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(out)
 	return out
 }
 

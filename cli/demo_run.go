@@ -6,7 +6,6 @@ import (
 	"iter"
 	"log/slog"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -366,16 +365,5 @@ func (d *demo) rowsOf(tbl *table.Table, o scan.Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for rec, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			out = append(out, rows.FormatRow(rec, i))
-		}
-		rec.Release()
-	}
-	sort.Strings(out)
-	return out, nil
+	return rows.FormatSorted(seq)
 }

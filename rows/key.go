@@ -3,7 +3,9 @@ package rows
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -179,4 +181,23 @@ func formatCell(arr arrow.Array, i int) string {
 		return "'" + a.Value(i) + "'"
 	}
 	return arr.ValueStr(i)
+}
+
+// FormatSorted drains a stream of records into their rows rendered by
+// FormatRow, sorted, releasing each record; it stops at the stream's first
+// error. Tests, datadriven scripts and the demo's checks compare tables in
+// this form.
+func FormatSorted(seq iter.Seq2[arrow.RecordBatch, error]) ([]string, error) {
+	var out []string
+	for rec, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		for i := range int(rec.NumRows()) {
+			out = append(out, FormatRow(rec, i))
+		}
+		rec.Release()
+	}
+	slices.Sort(out)
+	return out, nil
 }

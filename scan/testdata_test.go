@@ -32,18 +32,7 @@ func readAll(t *testing.T, tbl *table.Table, opts scan.Options) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for rec, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			out = append(out, rows.FormatRow(rec, i))
-		}
-		rec.Release()
-	}
-	sort.Strings(out)
-	return out, nil
+	return rows.FormatSorted(seq)
 }
 
 // snapshotsInOrder lists a table's snapshots by sequence number.

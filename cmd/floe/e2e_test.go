@@ -15,29 +15,14 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/floedata/floe/internal/testbin"
 	"github.com/floedata/floe/internal/testdir"
 )
 
 // floeBin is the floe binary built once for these tests.
 var floeBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "floe-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	floeBin = filepath.Join(dir, "floe")
-	build := exec.Command("go", "build", "-o", floeBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build floe:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, "floe", &floeBin) }
 
 var (
 	snapshotID  = regexp.MustCompile(`\b\d{15,19}\b`)
@@ -82,7 +67,7 @@ func TestScripts(t *testing.T) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "start":
-				args, err := splitArgs(d.Input)
+				args, err := testbin.SplitArgs(d.Input)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,7 +93,7 @@ func TestScripts(t *testing.T) {
 				}
 				return ""
 			case "floe":
-				args, err := splitArgs(d.Input)
+				args, err := testbin.SplitArgs(d.Input)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -193,47 +178,6 @@ func runFloe(t *testing.T, work string, args []string) string {
 		}
 	}
 	return b.String()
-}
-
-// splitArgs splits a command line with shell-like double and single quotes.
-func splitArgs(s string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	in := false
-	var q byte
-	started := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case q != 0:
-			if c == q {
-				q = 0
-			} else {
-				cur.WriteByte(c)
-			}
-		case c == '"' || c == '\'':
-			q, started = c, true
-		case c == ' ' || c == '\n' || c == '\t':
-			if started {
-				out = append(out, cur.String())
-				cur.Reset()
-				started = false
-			}
-		case c == '\\' && i+1 < len(s) && s[i+1] == '\n':
-			i++
-		default:
-			cur.WriteByte(c)
-			started = true
-		}
-		_ = in
-	}
-	if q != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if started {
-		out = append(out, cur.String())
-	}
-	return out, nil
 }
 
 // sortStdout sorts the stdout lines of a runFloe result (tables of rows

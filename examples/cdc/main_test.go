@@ -18,28 +18,13 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floedata/floe/cli"
+	"github.com/floedata/floe/internal/testbin"
 )
 
 // cdcBin is the example program, built once for these tests.
 var cdcBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "floe-example-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cdcBin = filepath.Join(dir, "cdc")
-	build := exec.Command("go", "build", "-o", cdcBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build the example:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, "cdc", &cdcBin) }
 
 var (
 	snapshotID = regexp.MustCompile(`\b\d{15,19}\b`)
@@ -86,7 +71,7 @@ func report(work string, code int, stdout, stderr string) string {
 func TestExample(t *testing.T) {
 	work := t.TempDir()
 	datadriven.RunTest(t, "testdata/cdc", func(t *testing.T, d *datadriven.TestData) string {
-		args, err := splitArgs(strings.ReplaceAll(d.Input, "$WORK", work))
+		args, err := testbin.SplitArgs(strings.ReplaceAll(d.Input, "$WORK", work))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,41 +164,4 @@ func TestExampleScheduleStopsOnSIGTERM(t *testing.T) {
 	if copyDone < 0 || activeDone < copyDone || !strings.Contains(logs, `"msg":"scheduler stopped"`) {
 		t.Fatalf("want orders_copy built before active_orders, then a clean stop:\n%s", logs)
 	}
-}
-
-// splitArgs splits a command line with shell-like double and single quotes.
-func splitArgs(s string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	var q byte
-	started := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case q != 0:
-			if c == q {
-				q = 0
-			} else {
-				cur.WriteByte(c)
-			}
-		case c == '"' || c == '\'':
-			q, started = c, true
-		case c == ' ' || c == '\n' || c == '\t':
-			if started {
-				out = append(out, cur.String())
-				cur.Reset()
-				started = false
-			}
-		default:
-			cur.WriteByte(c)
-			started = true
-		}
-	}
-	if q != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if started {
-		out = append(out, cur.String())
-	}
-	return out, nil
 }

@@ -89,14 +89,5 @@ func Strings(recs ...arrow.RecordBatch) []string {
 
 // Collect drains a stream into tuple strings, sorted, releasing records.
 func Collect(seq iter.Seq2[arrow.RecordBatch, error]) ([]string, error) {
-	var out []string
-	for r, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Strings(r)...)
-		r.Release()
-	}
-	sort.Strings(out)
-	return out, nil
+	return rows.FormatSorted(seq)
 }

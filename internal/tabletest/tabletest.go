@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -274,16 +273,5 @@ func (e *Env) Rows(tbl *table.Table, at scan.At) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for rec, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			out = append(out, rows.FormatRow(rec, i))
-		}
-		rec.Release()
-	}
-	sort.Strings(out)
-	return out, nil
+	return rows.FormatSorted(seq)
 }
