@@ -382,6 +382,7 @@ func TestDeltaHistories(t *testing.T) {
 				t.Errorf("the history wrote %d deletion vectors with delta.enableDeletionVectors off", dvs)
 			}
 			t.Run("changes", func(t *testing.T) { h.checkChanges(t, l.with(t)) })
+			t.Run("changes-by-timestamp", func(t *testing.T) { h.checkTimestampRanges(t, l.with(t)) })
 			t.Run("sync", func(t *testing.T) {
 				l := l.with(t)
 				h.sync(t, l, "last sync")
@@ -712,4 +713,156 @@ func deletionVectorsIn(t *testing.T, path string) int {
 		}
 	}
 	return n
+}
+
+// commitTimes returns, per version of the Delta table at path, the commit's
+// commitInfo.timestamp (floe's and delta-rs's convention) and its log file's
+// modification time made strictly increasing as delta-spark does
+// (DeltaHistoryManager's monotonization), both in Unix milliseconds.
+func deltaCommitTimes(t *testing.T, path string, latest int64) (info, mtime []int64) {
+	t.Helper()
+	for v := int64(0); v <= latest; v++ {
+		f := filepath.Join(path, "_delta_log", fmt.Sprintf("%020d.json", v))
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := int64(-1)
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var a struct {
+				CommitInfo *struct {
+					Timestamp int64 `json:"timestamp"`
+				} `json:"commitInfo"`
+			}
+			if err := json.Unmarshal([]byte(line), &a); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if a.CommitInfo != nil {
+				ts = a.CommitInfo.Timestamp
+			}
+		}
+		if ts < 0 {
+			t.Fatalf("%s has no commitInfo.timestamp", f)
+		}
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := st.ModTime().UnixMilli()
+		if v > 0 && m <= mtime[v-1] {
+			m = mtime[v-1] + 1
+		}
+		info = append(info, ts)
+		mtime = append(mtime, m)
+	}
+	return info, mtime
+}
+
+// checkTimestampRanges compares floe delta changes with timestamp bounds
+// against delta-spark's table_changes_by_path and delta-rs's load_cdf with
+// the same bounds. The engines date commits differently (docs/interop.md),
+// so every bound is a time strictly between two consecutive commits by both
+// conventions, where all three resolve it to the same version; a start before
+// the first commit is also tried.
+func (h *deltaHistory) checkTimestampRanges(t *testing.T, l *lab) {
+	latest := h.latest(t)
+	if latest < 2 {
+		t.Skip("fewer than three versions")
+	}
+	info, mtime := deltaCommitTimes(t, h.path, latest)
+	// between returns a time after version v-1 and before version v by both
+	// conventions, when there is one.
+	between := func(v int64) (time.Time, bool) {
+		lo, hi := max(info[v-1], mtime[v-1]), min(info[v], mtime[v])
+		if hi-lo < 2 {
+			return time.Time{}, false
+		}
+		return time.UnixMilli(lo + (hi-lo)/2).UTC(), true
+	}
+	type tsRange struct {
+		start, end time.Time
+		a, b       int64 // the versions both bounds resolve to
+	}
+	var ranges []tsRange
+	for k := 0; k < 8 && len(ranges) < 3; k++ {
+		a := 1 + h.r.Int64N(latest-1) // start between a-1 and a
+		b := a + h.r.Int64N(latest-a) // end between b and b+1
+		st, ok1 := between(a)
+		en, ok2 := between(b + 1)
+		if !ok1 || !ok2 {
+			continue
+		}
+		if k == 0 {
+			// A start before the first commit resolves to the first version.
+			st, a = time.UnixMilli(min(info[0], mtime[0])-3_600_000).UTC(), 0
+		}
+		ranges = append(ranges, tsRange{st, en, a, b})
+	}
+	if len(ranges) == 0 {
+		t.Skipf("no two commits are far enough apart for a bound all engines resolve alike (commit times %v, file times %v)", info, mtime)
+	}
+	iso := func(ts time.Time) string { return ts.Format("2006-01-02T15:04:05.000Z") }
+	compared := 0
+	defer func() {
+		if compared == 0 && !t.Failed() && !t.Skipped() {
+			t.Error("no timestamp range produced any change: the check compared nothing")
+		}
+	}()
+	for _, rg := range ranges {
+		what := fmt.Sprintf("timestamps [%s, %s] (versions %d to %d)", iso(rg.start), iso(rg.end), rg.a, rg.b)
+		args := []string{"delta", "changes", h.path, "--start-timestamp", iso(rg.start), "--end-timestamp", iso(rg.end)}
+		floeRows, err := l.floe.Rows(l.ctx, args...)
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+			continue
+		}
+		if err := interop.FloeToRowJSON(floeRows, map[string]string{"ts": "timestamptz", "_commit_timestamp": "timestamptz"}); err != nil {
+			t.Fatal(err)
+		}
+		got := mustSelectIfAny(t, floeRows, cdfColumns)
+		compared += len(got.Rows)
+		t.Logf("%s: %d change rows", what, len(got.Rows))
+		repro := "floe " + strings.Join(args, " ")
+		sparkTS := func(ts time.Time) string { return sqlLit(ts.Format("2006-01-02 15:04:05.000")) }
+		spark := l.sql("SELECT * FROM table_changes_by_path(%s, %s, %s)", sqlLit(h.path), sparkTS(rg.start), sparkTS(rg.end))
+		if d := diffRows(mustSelectIfAny(t, spark, cdfColumns), got); d != "" {
+			t.Errorf("%s: floe's changes differ from delta-spark's table_changes:\n%sreproduce with: %s", what, d, repro)
+		}
+		// The same versions by number give the same rows.
+		byVersion, err := l.floe.Rows(l.ctx, "delta", "changes", h.path, "--start-version", strconv.FormatInt(rg.a, 10), "--end-version", strconv.FormatInt(rg.b, 10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := interop.FloeToRowJSON(byVersion, map[string]string{"ts": "timestamptz", "_commit_timestamp": "timestamptz"}); err != nil {
+			t.Fatal(err)
+		}
+		if d := diffRows(mustSelectIfAny(t, byVersion, cdfColumns), got); d != "" {
+			t.Errorf("%s: floe's changes differ from its own changes of versions %d to %d:\n%sreproduce with: %s", what, rg.a, rg.b, d, repro)
+		}
+		var partCols []string
+		if h.cfg.partitioned {
+			partCols = []string{"cat"}
+		}
+		blind := false
+		for v := rg.a; v <= rg.b; v++ {
+			blind = blind || rsBlindSpot(t, h.path, v, partCols) != ""
+		}
+		if blind {
+			t.Logf("%s: delta-rs not compared (a version it cannot read, docs/interop.md)", what)
+			continue
+		}
+		raw, err := l.py.Python(l.ctx, "from deltalake import DeltaTable\n"+
+			"result = DeltaTable(args['path']).load_cdf(starting_timestamp=args['start'], ending_timestamp=args['end'])",
+			map[string]any{"path": h.path, "start": iso(rg.start), "end": iso(rg.end)})
+		if err != nil {
+			t.Fatalf("%s: delta-rs load_cdf: %v", what, err)
+		}
+		rs, err := rowjson.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diffRows(mustSelectIfAny(t, rs, cdfColumns), got); d != "" {
+			t.Errorf("%s: floe's changes differ from delta-rs's load_cdf:\n%sreproduce with: %s", what, d, repro)
+		}
+	}
 }
