@@ -4,6 +4,7 @@ package interop_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -24,6 +25,7 @@ type deltaConfig struct {
 	writer      string // "delta-spark" or "delta-rs"
 	dv          bool   // delta.enableDeletionVectors (delta-spark only: delta-rs writes no DVs)
 	partitioned bool   // PARTITIONED BY (cat)
+	cdfLater    bool   // created without the change data feed, enabled after the first insert (delta-spark)
 	syncArgs    []string
 }
 
@@ -52,6 +54,8 @@ type deltaHistory struct {
 	log    []string
 	// rsNoted holds the versions delta-rs cannot read whose check was logged.
 	rsNoted map[int64]bool
+	// cdfFrom is the first version with the change data feed enabled.
+	cdfFrom int64
 }
 
 // row returns one random row in floe's JSON conventions (what delta-rs is given).
@@ -142,7 +146,7 @@ func (h *deltaHistory) create(t *testing.T) {
 		part = " PARTITIONED BY (cat)"
 	}
 	h.exec(t, fmt.Sprintf("CREATE TABLE %s (id BIGINT NOT NULL, cat STRING, amount DECIMAL(12,2), score DOUBLE, ts TIMESTAMP, note STRING) USING delta%s "+
-		"TBLPROPERTIES (delta.enableChangeDataFeed = true, delta.enableDeletionVectors = %t)", h.target(), part, h.cfg.dv))
+		"TBLPROPERTIES (delta.enableChangeDataFeed = %t, delta.enableDeletionVectors = %t)", h.target(), part, !h.cfg.cdfLater, h.cfg.dv))
 }
 
 func (h *deltaHistory) exec(t *testing.T, sql string) {
@@ -347,6 +351,7 @@ func TestDeltaHistories(t *testing.T) {
 		{name: "spark", writer: "delta-spark"},
 		{name: "spark-dv-partitioned", writer: "delta-spark", dv: true, partitioned: true,
 			syncArgs: []string{"--mode", "merge-on-read", "--format-version", "3", "--partition-by", "cat"}},
+		{name: "spark-cdf-later", writer: "delta-spark", cdfLater: true, syncArgs: []string{"--mode", "merge-on-read", "--delete-mode", "equality"}},
 		{name: "delta-rs", writer: "delta-rs", syncArgs: []string{"--mode", "merge-on-read"}},
 		{name: "delta-rs-partitioned", writer: "delta-rs", partitioned: true, syncArgs: []string{"--format-version", "3", "--partition-by", "cat"}},
 	}
@@ -364,6 +369,10 @@ func TestDeltaHistories(t *testing.T) {
 			synced := false
 			for step := start; step < steps; step++ {
 				h.step(t, step)
+				if cfg.cdfLater && step == 0 {
+					h.exec(t, "ALTER TABLE "+h.target()+" SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+					h.cdfFrom = h.latest(t)
+				}
 				if step+1 == syncAt {
 					h.log = append(h.log, "floe delta sync")
 					h.sync(t, l, "first sync (after step "+strconv.Itoa(step)+")")
@@ -490,10 +499,18 @@ func commitTimesOf(t *testing.T, what string, feed *rowjson.Table) map[int64]tim
 func (h *deltaHistory) checkChanges(t *testing.T, l *lab) {
 	latest := h.latest(t)
 	compared := 0
-	for _, rg := range deltaRanges(h.r, latest) {
+	ranges := deltaRanges(h.r, latest)
+	if h.cdfFrom > 0 {
+		ranges = append(ranges, cdfRange{h.cdfFrom, -1})
+	}
+	for _, rg := range ranges {
 		args := []string{"delta", "changes", h.path, "--start-version", strconv.FormatInt(rg.start, 10)}
 		if rg.end >= 0 {
 			args = append(args, "--end-version", strconv.FormatInt(rg.end, 10))
+		}
+		if rg.start < h.cdfFrom {
+			h.checkNoChangeData(t, l, rg, args)
+			continue
 		}
 		floeRows, err := l.floe.Rows(l.ctx, args...)
 		if err != nil {
@@ -784,15 +801,19 @@ func (h *deltaHistory) checkTimestampRanges(t *testing.T, l *lab) {
 		a, b       int64 // the versions both bounds resolve to
 	}
 	var ranges []tsRange
+	lo := max(1, h.cdfFrom)
+	if latest <= lo {
+		t.Skipf("fewer than two versions after version %d", lo)
+	}
 	for k := 0; k < 8 && len(ranges) < 3; k++ {
-		a := 1 + h.r.Int64N(latest-1) // start between a-1 and a
-		b := a + h.r.Int64N(latest-a) // end between b and b+1
+		a := lo + h.r.Int64N(latest-lo) // start between a-1 and a
+		b := a + h.r.Int64N(latest-a)   // end between b and b+1
 		st, ok1 := between(a)
 		en, ok2 := between(b + 1)
 		if !ok1 || !ok2 {
 			continue
 		}
-		if k == 0 {
+		if k == 0 && h.cdfFrom == 0 {
 			// A start before the first commit resolves to the first version.
 			st, a = time.UnixMilli(min(info[0], mtime[0])-3_600_000).UTC(), 0
 		}
@@ -865,4 +886,43 @@ func (h *deltaHistory) checkTimestampRanges(t *testing.T, l *lab) {
 			t.Errorf("%s: floe's changes differ from delta-rs's load_cdf:\n%sreproduce with: %s", what, d, repro)
 		}
 	}
+}
+
+// checkNoChangeData: a range starting before the change data feed was
+// enabled (version h.cdfFrom) has no change data for its first versions;
+// floe must refuse it, as delta-spark does (DELTA_MISSING_CHANGE_DATA).
+// delta-rs checks only the start commit's metadata (docs/interop.md); its
+// answer is logged, not compared.
+func (h *deltaHistory) checkNoChangeData(t *testing.T, l *lab, rg cdfRange, args []string) {
+	t.Helper()
+	_, ferr := l.floe.Rows(l.ctx, args...)
+	_, serr := l.spark.DeltaChanges(l.ctx, l.sess, h.path, rg.start, rg.end)
+	sparkSays := "answers"
+	if serr != nil {
+		sparkSays = truncateText(referenceMessage(serr), 200)
+	}
+	if serr == nil {
+		t.Errorf("range %s: delta-spark reads change data before version %d, where the feed was enabled", rg, h.cdfFrom)
+	} else if !strings.Contains(serr.Error(), "DELTA_MISSING_CHANGE_DATA") {
+		t.Errorf("range %s: delta-spark fails with %v, want DELTA_MISSING_CHANGE_DATA", rg, serr)
+	}
+	if ferr == nil {
+		t.Errorf("range %s: floe answers, though the change data feed was enabled only at version %d (delta-spark: %s); reproduce with: floe %s",
+			rg, h.cdfFrom, sparkSays, strings.Join(args, " "))
+		return
+	}
+	rs, rerr := l.py.DeltaCDF(l.ctx, h.path, rg.start, rg.end)
+	var rsSays string
+	if rerr != nil {
+		rsSays = "fails: " + truncateText(rerr.Error(), 200)
+	} else {
+		rsSays = fmt.Sprintf("answers %d rows", len(rs.Rows))
+	}
+	var fe *interop.FloeError
+	msg := ferr.Error()
+	if errors.As(ferr, &fe) {
+		msg = fe.Stderr
+	}
+	t.Logf("range %s starts before the change data feed (version %d): floe fails: %s; delta-spark fails: %s; delta-rs %s",
+		rg, h.cdfFrom, truncateText(msg, 200), sparkSays, rsSays)
 }
