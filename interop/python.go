@@ -191,6 +191,40 @@ func (p *Py) DeltaUpdate(ctx context.Context, path, predicate string, updates ma
 	return p.version(ctx, "delta_update", args)
 }
 
+// DeltaMerge describes a delta-rs MERGE (DeltaTable.merge with source alias
+// s and target alias t): the source rows, the join predicate, and the clauses
+// applied in this order: when_matched_delete (when MatchedDelete is non-nil;
+// an empty predicate deletes every match), when_matched_update, and
+// when_not_matched_insert (column to SQL expression, e.g. {"id": "s.id"}).
+type DeltaMerge struct {
+	Schema           []Column
+	Rows             [][]any
+	Predicate        string
+	MatchedDelete    *string
+	MatchedUpdate    map[string]string
+	NotMatchedInsert map[string]string
+}
+
+// DeltaMerge runs m on the Delta table at path with delta-rs and returns the
+// new version.
+func (p *Py) DeltaMerge(ctx context.Context, path string, m DeltaMerge) (int64, error) {
+	rows := m.Rows
+	if rows == nil {
+		rows = [][]any{}
+	}
+	args := map[string]any{"path": path, "schema": m.Schema, "rows": rows, "predicate": m.Predicate}
+	if m.MatchedDelete != nil {
+		args["matched_delete"] = *m.MatchedDelete
+	}
+	if len(m.MatchedUpdate) > 0 {
+		args["matched_update"] = m.MatchedUpdate
+	}
+	if len(m.NotMatchedInsert) > 0 {
+		args["not_matched_insert"] = m.NotMatchedInsert
+	}
+	return p.version(ctx, "delta_merge", args)
+}
+
 // DeltaCDF reads the change data feed of the Delta table at path with
 // delta-rs's load_cdf, from version start to end inclusive (end < 0: latest).
 func (p *Py) DeltaCDF(ctx context.Context, path string, start, end int64) (*rowjson.Table, error) {

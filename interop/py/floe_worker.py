@@ -13,7 +13,7 @@ Modes (argv[1]):
     spark   PySpark with Iceberg's Spark runtime and Delta Lake; ops spark_start,
             session, sql, exec.
     py      PyIceberg and delta-rs (the deltalake package); ops pyiceberg_scan,
-            pyiceberg_append, pyiceberg_delete, pyiceberg_snapshots, delta_write, delta_delete, delta_update, delta_cdf, delta_scan,
+            pyiceberg_append, pyiceberg_delete, pyiceberg_snapshots, delta_write, delta_delete, delta_update, delta_merge, delta_cdf, delta_scan,
             delta_history, exec.
 Both modes answer ping and shutdown.
 
@@ -496,6 +496,25 @@ class PyHandler:
 
         dt = DeltaTable(args["path"])
         metrics = dt.update(updates=args["updates"], predicate=args.get("predicate"))
+        return {"version": dt.version(), "metrics": _plain(metrics)}
+
+    def op_delta_merge(self, args):
+        """MERGE of source rows (schema, rows) into the table: DeltaTable.merge
+        with source alias s and target alias t, then, in order, an optional
+        when_matched_delete(matched_delete), when_matched_update(matched_update)
+        and when_not_matched_insert(not_matched_insert)."""
+        from deltalake import DeltaTable
+
+        src = rows_to_table(args["schema"], args.get("rows", []))
+        dt = DeltaTable(args["path"])
+        m = dt.merge(src, args["predicate"], source_alias="s", target_alias="t")
+        if args.get("matched_delete") is not None:
+            m = m.when_matched_delete(predicate=args["matched_delete"] or None)
+        if args.get("matched_update"):
+            m = m.when_matched_update(updates=args["matched_update"])
+        if args.get("not_matched_insert"):
+            m = m.when_not_matched_insert(updates=args["not_matched_insert"])
+        metrics = m.execute()
         return {"version": dt.version(), "metrics": _plain(metrics)}
 
     def op_delta_cdf(self, args):
