@@ -267,10 +267,73 @@ func (w *floeWriter) randomSteps(branch string, n int, first int) {
 	}
 }
 
+// applyEquality runs floe's own equality delete writer: `floe apply
+// --delete-mode equality --key id` with random changes (deletes of live and
+// of missing ids, upserts of live ids, inserts of new ones), then checks the
+// effect with Spark: no deleted id is left, every upserted row is there once
+// with this step's note, and the row count moved by exactly that.
+func (w *floeWriter) applyEquality(branch string, step int) {
+	w.l.t.Helper()
+	note := fmt.Sprintf("eq%d", step)
+	before := w.sparkCount(branch, "true")
+	var changes []map[string]any
+	var ids, deleted []string
+	touched := map[int]bool{}
+	upserts := 0
+	hi := w.nextID
+	for range 1 + w.r.IntN(max(w.rows/3, 1)) {
+		id := w.r.IntN(w.nextID + 6) // a few ids past the last one: inserts, or deletes of nothing
+		if touched[id] {
+			continue
+		}
+		touched[id] = true
+		ids = append(ids, strconv.Itoa(id))
+		hi = max(hi, id+1)
+		if len(changes) > 0 && w.r.IntN(3) == 0 { // the first is an upsert, so there is a commit
+			changes = append(changes, map[string]any{"id": id, "_change_type": "DELETE"})
+			deleted = append(deleted, strconv.Itoa(id))
+			continue
+		}
+		row := w.row(id, note)
+		row["_change_type"] = []string{"INSERT", "UPDATE_AFTER"}[w.r.IntN(2)]
+		changes = append(changes, row)
+		upserts++
+	}
+	w.nextID = hi // later appends must not reuse an inserted id
+	live := w.sparkCount(branch, "id IN ("+strings.Join(ids, ", ")+")")
+	args := []string{"apply", w.table, "--changes", w.file(changes), "--key", "id", "--delete-mode", "equality"}
+	if branch != "" {
+		args = append(args, "--branch", branch)
+	}
+	rep, err := w.l.floe.DML(w.l.ctx, args...)
+	if err != nil {
+		w.l.t.Fatal(err)
+	}
+	if rep.SnapshotID == nil || rep.Mode != "merge-on-read (equality deletes)" {
+		w.l.t.Fatalf("floe %s reports %+v, want a snapshot written with equality deletes", strings.Join(args, " "), rep)
+	}
+	where := ""
+	if branch != "" {
+		where = " @" + branch
+	}
+	w.log = append(w.log, fmt.Sprintf("apply --delete-mode equality%s: %d upserts, deletes of %v", where, upserts, deleted))
+	if len(deleted) > 0 {
+		if left := w.sparkCount(branch, "id IN ("+strings.Join(deleted, ", ")+")"); left != 0 {
+			w.l.t.Fatalf("after floe apply --delete-mode equality Spark still finds %d rows of the deleted ids %v", left, deleted)
+		}
+	}
+	if got := w.sparkCount(branch, "note = '"+note+"'"); got != int64(upserts) {
+		w.l.t.Fatalf("after floe apply --delete-mode equality of %d upserts Spark finds %d rows with note %s", upserts, got, note)
+	}
+	if after := w.sparkCount(branch, "true"); after != before-live+int64(upserts) {
+		w.l.t.Fatalf("floe apply --delete-mode equality: %d rows, %d of them with a changed id, %d upserts; Spark counts %d after", before, live, upserts, after)
+	}
+}
+
 // equalityDelete commits equality deletes on the columns keys (field ids
 // from the table's schema) with iceberg-go, for the key tuples given.
-// TODO: switch to floe's own writer (floe apply --delete-mode equality) once
-// it exists; until then this covers iceberg-go's equality delete writer.
+// It covers iceberg-go's equality delete writer, arbitrary key columns and
+// NULL keys; applyEquality covers floe's own.
 func (w *floeWriter) equalityDelete(keys []string, tuples [][]any) {
 	w.l.t.Helper()
 	if w.l.rest {
@@ -420,7 +483,8 @@ func TestFloeLayoutsEnginesRead(t *testing.T) {
 				w.step("", "append", 2)
 				// A NULL key deletes the rows whose cat is NULL.
 				w.equalityDelete([]string{"cat"}, [][]any{{"b"}, {nil}})
-				w.randomSteps("", steps-3, 3)
+				w.applyEquality("", 3)
+				w.randomSteps("", steps-4, 4)
 			},
 			check: wantDeleteFiles([]string{"2/PARQUET"}, "1/PARQUET")},
 		{name: "equality-deletes-v3-partitioned", version: 3, partition: "cat", mor: true,
@@ -431,7 +495,9 @@ func TestFloeLayoutsEnginesRead(t *testing.T) {
 					keys = append(keys, []any{id, layoutCats[id%len(layoutCats)]})
 				}
 				w.equalityDelete([]string{"id", "cat"}, keys)
-				w.randomSteps("", steps-2, 2)
+				w.applyEquality("", 2)
+				w.randomSteps("", steps-3, 3)
+				w.applyEquality("", steps)
 			},
 			check: wantDeleteFiles([]string{"2/PARQUET"}, "1/PUFFIN")},
 		{name: "evolved-spec-v2", version: 2, partition: "bucket(4, id)", mor: true,
