@@ -294,6 +294,12 @@ func (m *mergeTwin) applyStep(step int) {
 		WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT (%s) VALUES (%s)`,
 		src, strings.Join(set, ", "), strings.Join(mergeColumns, ", "), strings.Join(vals, ", "))
 	cmd := []string{"apply", "ns.t", "--changes", file, "--key", "id"}
+	if m.r.IntN(2) == 0 {
+		// Forced delete files on any table: later copy-on-write steps must
+		// apply them when they rewrite (floe's work-around of iceberg-go's
+		// rewrite, which ignores delete files).
+		cmd = append(cmd, "--delete-mode", pick(m.r, "position", "equality"))
+	}
 	m.log = append(m.log, fmt.Sprintf("step %d: floe %s  ||  Spark: %s", step, strings.Join(cmd, " "), oneLine(sql)))
 	if _, err := m.floe.floe.Run(m.floe.ctx, cmd...); err != nil {
 		m.t.Fatalf("step %d: floe %s: %v\nSpark: %s", step, strings.Join(cmd, " "), err, sql)
