@@ -233,6 +233,48 @@ func (m *mergeTwin) source(step int, images, dup bool, existing []int) (file, tb
 	return file, tbl
 }
 
+// events writes a random batch of raw CDC events, as a file and as a new
+// source table ns.sN in both warehouses: 1 to 4 events per id (existing ids
+// and new ones) with increasing, distinct seq values, every UPDATE_AFTER
+// with an UPDATE_BEFORE image of the same seq half the time.
+func (m *mergeTwin) events(step int) (file, tbl string) {
+	m.t.Helper()
+	r := m.r
+	seen := map[int]bool{}
+	var rows []map[string]any
+	seq := 0
+	for k := 1 + r.IntN(max(m.rows/3, 1)); k > 0; k-- {
+		id := r.IntN(max(m.nextID, 1))
+		if r.IntN(3) == 0 {
+			id = m.nextID
+			m.nextID++
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		for e := 1 + r.IntN(4); e > 0; e-- {
+			seq += 1 + r.IntN(3)
+			row := m.row(id, fmt.Sprintf("e%d", step))
+			row["seq"] = seq
+			row["_change_type"] = pick(r, "INSERT", "UPDATE_AFTER", "UPDATE_AFTER", "DELETE")
+			if row["_change_type"] == "UPDATE_AFTER" && r.IntN(2) == 0 {
+				before := m.row(id, "before")
+				before["seq"], before["_change_type"] = seq, "UPDATE_BEFORE"
+				rows = append(rows, before)
+			}
+			rows = append(rows, row)
+		}
+	}
+	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	file = m.writeRows(rows)
+	m.srcs++
+	tbl = fmt.Sprintf("ns.s%d", m.srcs)
+	m.both("table", "create", tbl, "--schema", mergeSchema+", _change_type string, seq long")
+	m.both("table", "append", tbl, file)
+	return file, tbl
+}
+
 // existingIDs lists the target's ids (Spark's read of floe's table).
 func (m *mergeTwin) existingIDs() []int {
 	m.t.Helper()
@@ -282,18 +324,32 @@ func (m *mergeTwin) compare(what string) {
 // the equivalent MERGE INTO on Spark's copy.
 func (m *mergeTwin) applyStep(step int) {
 	m.t.Helper()
-	file, src := m.source(step, true, false, nil)
+	sequenced := m.r.IntN(2) == 0
+	var file, src, using string
+	if sequenced {
+		// Raw CDC events, several per id: apply collapses each id's events in
+		// seq order (the last one wins); Spark's source keeps each id's last.
+		file, src = m.events(step)
+		using = fmt.Sprintf(`(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY id ORDER BY seq DESC) AS rn
+			FROM %s WHERE _change_type <> 'UPDATE_BEFORE') WHERE rn = 1)`, src)
+	} else {
+		file, src = m.source(step, true, false, nil)
+		using = fmt.Sprintf("(SELECT * FROM %s WHERE _change_type <> 'UPDATE_BEFORE')", src)
+	}
 	var set, vals []string
 	for _, c := range mergeColumns {
 		set = append(set, fmt.Sprintf("t.%s = s.%s", c, c))
 		vals = append(vals, "s."+c)
 	}
-	sql := fmt.Sprintf(`MERGE INTO ns.t t USING (SELECT * FROM %s WHERE _change_type <> 'UPDATE_BEFORE') s ON t.id = s.id
+	sql := fmt.Sprintf(`MERGE INTO ns.t t USING %s s ON t.id = s.id
 		WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE
 		WHEN MATCHED THEN UPDATE SET %s
 		WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT (%s) VALUES (%s)`,
-		src, strings.Join(set, ", "), strings.Join(mergeColumns, ", "), strings.Join(vals, ", "))
+		using, strings.Join(set, ", "), strings.Join(mergeColumns, ", "), strings.Join(vals, ", "))
 	cmd := []string{"apply", "ns.t", "--changes", file, "--key", "id"}
+	if sequenced {
+		cmd = append(cmd, "--sequence-column", "seq")
+	}
 	if m.r.IntN(2) == 0 {
 		// Forced delete files on any table: later copy-on-write steps must
 		// apply them when they rewrite (floe's work-around of iceberg-go's
@@ -488,7 +544,9 @@ func (m *mergeTwin) mergeStep(step int, dup bool) {
 // of both tables are the same rows. Copy-on-write and merge-on-read, format
 // v2 and v3, partitioned (identity, bucket, day) and not. Steps alternate at
 // random between apply (with UPDATE_BEFORE images, which apply ignores, and
-// the MERGE that means the same) and random MERGE statements (conditional
+// the MERGE that means the same; or raw CDC events collapsed by
+// --sequence-column against a MERGE from each id's last event; sometimes with
+// forced position or equality deletes) and random MERGE statements (conditional
 // matched update/delete, UPDATE SET * and expressions, NOT MATCHED inserts
 // with conditions and column lists, NOT MATCHED BY SOURCE delete/update).
 // floe merge sometimes reads the source from the JSON Lines file the source
