@@ -392,6 +392,11 @@ func TestDeltaHistories(t *testing.T) {
 			}
 			t.Run("changes", func(t *testing.T) { h.checkChanges(t, l.with(t)) })
 			t.Run("changes-by-timestamp", func(t *testing.T) { h.checkTimestampRanges(t, l.with(t)) })
+			if cfg.name == "spark" || cfg.name == "delta-rs" {
+				// One table per writer is enough: the bounds are checked
+				// before any data file is read.
+				t.Run("errors", func(t *testing.T) { h.checkErrors(t, l.with(t)) })
+			}
 			t.Run("sync", func(t *testing.T) {
 				l := l.with(t)
 				h.sync(t, l, "last sync")

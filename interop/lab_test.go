@@ -314,10 +314,13 @@ func referenceMessage(err error) string {
 	text := ee.Message + "\n" + ee.Trace
 	if m := javaException.FindAllStringSubmatch(text, -1); len(m) > 0 {
 		// The last "Caused by:" is the root cause; its message is what a
-		// user sees quoted.
-		msg := strings.TrimSpace(m[len(m)-1][1])
-		if msg != "" {
-			return msg
+		// user sees quoted. Spark 4 appends the caller's stack as a
+		// suppressed exception with a fixed message: not a cause.
+		for i := len(m) - 1; i >= 0; i-- {
+			msg := strings.TrimSpace(m[i][1])
+			if msg != "" && !strings.HasPrefix(msg, "Full stacktrace of original doTryWithCallerStacktrace caller") {
+				return msg
+			}
 		}
 	}
 	msg := ee.Message
