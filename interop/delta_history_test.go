@@ -238,19 +238,9 @@ func (h *deltaHistory) merge(t *testing.T, step int) {
 	t.Helper()
 	r := h.r
 	n := 1 + r.IntN(h.rows)
-	seen := map[int]bool{}
 	var rows [][]any
 	var vals []string
-	for len(rows) < n {
-		id := r.IntN(max(h.nextID, 1))
-		if r.IntN(3) == 0 {
-			id = h.nextID
-			h.nextID++
-		}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
+	for id := range sourceIDs(r, &h.nextID, n) {
 		op := "U"
 		if r.IntN(4) == 0 {
 			op = "D"

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -344,4 +345,28 @@ func rowsOf(t *testing.T, names []string, rows ...string) *rowjson.Table {
 		t.Fatalf("bad expected rows: %v\n%s", err, doc)
 	}
 	return tbl
+}
+
+// sourceIDs yields n distinct ids for a merge source, drawn lazily from r
+// (so the caller's own draws between ids keep their place in the stream):
+// two times in three an existing id below *next, else a fresh one, which
+// advances *next.
+func sourceIDs(r *rand.Rand, next *int, n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		seen := map[int]bool{}
+		for len(seen) < n {
+			id := r.IntN(max(*next, 1))
+			if r.IntN(3) == 0 {
+				id = *next
+				*next++
+			}
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if !yield(id) {
+				return
+			}
+		}
+	}
 }

@@ -129,18 +129,8 @@ func (h *sparkHistory) delete() string {
 func (h *sparkHistory) merge(step int) string {
 	r := h.r
 	n := 1 + r.IntN(h.rows)
-	seen := map[int]bool{}
 	var vals []string
-	for len(vals) < n {
-		id := r.IntN(max(h.nextID, 1))
-		if r.IntN(3) == 0 {
-			id = h.nextID
-			h.nextID++
-		}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
+	for id := range sourceIDs(r, &h.nextID, n) {
 		op := "U"
 		if r.IntN(4) == 0 {
 			op = "D"
