@@ -114,21 +114,7 @@ func sqlRow(v []any) string {
 
 // predicate is a random predicate both Spark SQL and delta-rs (DataFusion) parse.
 func (h *deltaHistory) predicate() string {
-	r := h.r
-	switch r.IntN(5) {
-	case 0:
-		m := 3 + r.IntN(5)
-		return fmt.Sprintf("id %% %d = %d", m, r.IntN(m))
-	case 1:
-		return "cat = " + sqlLit(historyCats[r.IntN(len(historyCats))])
-	case 2:
-		return "cat IS NULL OR amount < 0"
-	case 3:
-		lo := r.IntN(max(h.nextID, 1))
-		return fmt.Sprintf("id BETWEEN %d AND %d", lo, lo+h.rows/2)
-	default:
-		return fmt.Sprintf("amount > %d", r.IntN(20000))
-	}
+	return historyPredicate(h.r, h.nextID, h.rows, false)
 }
 
 func (h *deltaHistory) target() string { return interop.DeltaPath(h.path) }
@@ -459,7 +445,7 @@ func deltaRanges(r *rand.Rand, latest int64) []cdfRange {
 // cdfColumns are the columns compared between change feeds.
 var cdfColumns = append(slices.Clone(deltaDataColumns), "_change_type", "_commit_version")
 
-// commitTimes maps each _commit_version of a feed to its _commit_timestamp as
+// commitTimesOf maps each _commit_version of a feed to its _commit_timestamp as
 // an instant (delta-spark: timestamp UTC microseconds; delta-rs: timestamp_ntz
 // in milliseconds holding UTC; floe: timestamptz microseconds).
 func commitTimesOf(t *testing.T, what string, feed *rowjson.Table) map[int64]time.Time {

@@ -240,19 +240,9 @@ func (m *mergeTwin) source(step int, images, dup bool, existing []int) (file, tb
 func (m *mergeTwin) events(step int) (file, tbl string) {
 	m.t.Helper()
 	r := m.r
-	seen := map[int]bool{}
 	var rows []map[string]any
 	seq := 0
-	for k := 1 + r.IntN(max(m.rows/3, 1)); k > 0; k-- {
-		id := r.IntN(max(m.nextID, 1))
-		if r.IntN(3) == 0 {
-			id = m.nextID
-			m.nextID++
-		}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
+	for id := range sourceIDs(r, &m.nextID, 1+r.IntN(max(m.rows/3, 1))) {
 		for e := 1 + r.IntN(4); e > 0; e-- {
 			seq += 1 + r.IntN(3)
 			row := m.row(id, fmt.Sprintf("e%d", step))

@@ -417,43 +417,26 @@ func TestSmokeDeltaCDF(t *testing.T) {
 		`[2, "b", "2.50", "update_preimage", 2]`, `[2, "B", "2.50", "update_postimage", 2]`,
 		`[3, "c", null, "delete", 3]`)
 
-	// commitTimes maps each _commit_version of a feed to its _commit_timestamp.
-	// NB: delta-spark types it timestamp (UTC, microseconds), delta-rs
-	// timestamp_ntz in milliseconds holding UTC wall-clock time, so the two
-	// spell the same instant differently; both parse here.
-	commitTimes := func(t *testing.T, what string, feed *rowjson.Table) map[string]time.Time {
-		t.Helper()
-		out := map[string]time.Time{}
-		for _, r := range mustSelect(t, feed, "_commit_version", "_commit_timestamp").Rows {
-			s, _ := r[1].(string)
-			ts, err := time.Parse("2006-01-02T15:04:05.999999999Z07:00", s)
-			if err != nil {
-				ts, err = time.Parse("2006-01-02T15:04:05.999999999", s)
-			}
-			if err != nil {
-				t.Fatalf("%s: _commit_timestamp %v is not an ISO-8601 timestamp", what, r[1])
-			}
-			out[rowjson.Canonical(r[0])] = ts
-		}
-		return out
-	}
-	checkFeed := func(t *testing.T, what string, want, got *rowjson.Table) map[string]time.Time {
+	// Commit times: delta-spark types them timestamp (UTC, microseconds),
+	// delta-rs timestamp_ntz in milliseconds holding UTC wall-clock time;
+	// commitTimesOf reads both as instants.
+	checkFeed := func(t *testing.T, what string, want, got *rowjson.Table) map[int64]time.Time {
 		t.Helper()
 		requireSame(t, what, want, mustSelect(t, got, deltaChangeColumns...))
-		return commitTimes(t, what, got)
+		return commitTimesOf(t, what, got)
 	}
 	// sameCommitTimes requires two engines to date each commit of one table
 	// alike. delta-rs takes commitInfo.timestamp, Delta the log file's
 	// modification time; they are written moments apart.
-	sameCommitTimes := func(t *testing.T, a, b map[string]time.Time) {
+	sameCommitTimes := func(t *testing.T, a, b map[int64]time.Time) {
 		t.Helper()
 		for v, ta := range a {
 			if d := ta.Sub(b[v]).Abs(); d > 2*time.Second {
-				t.Errorf("commit %s: engines date it %v and %v", v, ta, b[v])
+				t.Errorf("commit %d: engines date it %v and %v", v, ta, b[v])
 			}
 		}
 	}
-	var rsOwn, spOwn map[string]time.Time
+	var rsOwn, spOwn map[int64]time.Time
 
 	t.Run("delta-rs reads its own feed", func(t *testing.T) {
 		got, err := py.DeltaCDF(ctx, rsPath, 0, -1)

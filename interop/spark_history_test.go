@@ -81,8 +81,18 @@ func (h *sparkHistory) rowValues(id int, step int) string {
 
 // predicate returns a random Spark SQL predicate over the history's columns.
 func (h *sparkHistory) predicate() string {
-	r := h.r
-	switch r.IntN(6) {
+	return historyPredicate(h.r, h.nextID, h.rows, true)
+}
+
+// historyPredicate returns a random predicate over the history columns (id,
+// cat, amount and, with ts, ts) that Spark SQL parses and, without ts,
+// delta-rs (DataFusion) too.
+func historyPredicate(r *rand.Rand, nextID, rows int, ts bool) string {
+	kinds := 5
+	if ts {
+		kinds = 6
+	}
+	switch r.IntN(kinds) {
 	case 0:
 		m := 3 + r.IntN(5)
 		return fmt.Sprintf("id %% %d = %d", m, r.IntN(m))
@@ -91,8 +101,8 @@ func (h *sparkHistory) predicate() string {
 	case 2:
 		return "cat IS NULL OR amount < 0"
 	case 3:
-		lo := r.IntN(max(h.nextID, 1))
-		return fmt.Sprintf("id BETWEEN %d AND %d", lo, lo+h.rows/2)
+		lo := r.IntN(max(nextID, 1))
+		return fmt.Sprintf("id BETWEEN %d AND %d", lo, lo+rows/2)
 	case 4:
 		return fmt.Sprintf("amount > %d", r.IntN(20000))
 	default:
