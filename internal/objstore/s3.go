@@ -179,7 +179,7 @@ func awsConfig(ctx context.Context, loc string, s s3Settings) (aws.Config, error
 		if s.endpoint == "" {
 			return aws.Config{}, &SettingError{Location: loc, Setting: keyRegion,
 				Problem: "no S3 region",
-				Looked: fmt.Sprintf("the catalog's %s and %s, AWS_REGION and AWS_DEFAULT_REGION, and profile %q of the AWS config files", keyRegion, keyClientRegion, profile)}
+				Looked:  fmt.Sprintf("the catalog's %s and %s, AWS_REGION and AWS_DEFAULT_REGION, and profile %q of the AWS config files", keyRegion, keyClientRegion, profile)}
 		}
 		// Custom endpoints (MinIO, s3proxy, Ceph, ...) ignore the region,
 		// but SigV4 signs with one.
