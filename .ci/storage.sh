@@ -7,6 +7,7 @@
 #       local folder (jclouds filesystem backend), started by internal/objstoretest
 #   fake-gcs-server v1.56.1 (Go module github.com/fsouza/fake-gcs-server): a GCS JSON API
 #       emulator, built with go install
+#   faketime (Debian package): runs s3proxy with a skewed clock
 #
 # Everything goes under ${FLOE_CACHE:-$HOME/.cache/floe}/storage/. Each part is installed only
 # when it is missing, into a temporary name first and then moved into place, so a half-done
@@ -90,6 +91,20 @@ install_fake_gcs() {
 	mv "$tmp" "$final"
 }
 
+# libfaketime runs s3proxy with a skewed clock for the clock skew test (Debian's package).
+install_faketime() {
+	if command -v faketime >/dev/null; then
+		log "faketime up to date: $(command -v faketime)"
+		return
+	fi
+	command -v apt-get >/dev/null || die "faketime not found and no apt-get to install it"
+	log "installing faketime (apt-get)"
+	apt-get install -y -q faketime >"$DIR/apt.log" 2>&1 ||
+		{ apt-get update -q >>"$DIR/apt.log" 2>&1 && apt-get install -y -q faketime >>"$DIR/apt.log" 2>&1; } ||
+		{ tail -n 20 "$DIR/apt.log" >&2; die "apt-get install faketime failed"; }
+}
+
 install_s3proxy
 install_fake_gcs
+install_faketime
 log "ready: FLOE_S3PROXY_JAR=$S3PROXY_JAR FLOE_FAKE_GCS_SERVER=$FAKE_GCS"

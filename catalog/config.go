@@ -119,6 +119,9 @@ func openNamed(ctx context.Context, o Options) (*Catalog, error) {
 			return nil, fmt.Errorf("%w: catalog %q in %s has no type (rest, sql, glue, hive or hadoop)", ErrConfig, o.Name, path)
 		}
 	}
+	if err := checkWarehouseScheme(o.Name, path, props); err != nil {
+		return nil, err
+	}
 	c := &Catalog{name: o.Name, kind: kind, props: props, configFile: path}
 	switch kind {
 	case "sql":

@@ -4,11 +4,37 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 )
+
+// checkWarehouseScheme is an error naming the catalog's warehouse setting
+// when no file IO serves its scheme: caught when the catalog opens, not
+// deep inside the first write.
+func checkWarehouseScheme(name, file string, props iceberg.Properties) error {
+	wh := props.Get("warehouse", "")
+	scheme, _, ok := strings.Cut(wh, "://")
+	if !ok || scheme == "" || scheme == "file" {
+		return nil
+	}
+	schemes := iceio.GetRegisteredSchemes()
+	if slices.Contains(schemes, scheme) {
+		return nil
+	}
+	var named []string
+	for _, s := range schemes {
+		if s != "" && s != "file" {
+			named = append(named, s+"://")
+		}
+	}
+	sort.Strings(named)
+	return fmt.Errorf("%w: catalog %q in %s: warehouse %s: no file IO for scheme %q (this floe reads local paths, file:// and %s): check warehouse",
+		ErrConfig, name, file, wh, scheme, strings.Join(named, ", "))
+}
 
 // storagePrefixes are the property prefixes of storage settings, as Iceberg
 // names them: s3.* (also for s3a://, oss://), gcs.*, adls.*, and client.*

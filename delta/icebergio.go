@@ -37,6 +37,17 @@ func OpenLocation(ctx context.Context, location string, props map[string]string,
 		return Open(ctx, location, opts...)
 	}
 	fsys, err := icebergio.LoadFS(ctx, props, location)
+	if errors.Is(err, icebergio.ErrIOSchemeNotFound) {
+		var named []string
+		for _, s := range icebergio.GetRegisteredSchemes() {
+			if s != "" && s != "file" {
+				named = append(named, s+"://")
+			}
+		}
+		sort.Strings(named)
+		return nil, fmt.Errorf("open Delta table %s: no file IO for scheme %q (this floe reads local paths, file:// and %s)",
+			location, scheme, strings.Join(named, ", "))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open Delta table %s: %w", location, err)
 	}

@@ -31,6 +31,9 @@ type blobIO struct {
 	extract blobfs.ObjectLocationExtractor
 	ctx     context.Context
 	retry   retryPolicy
+
+	// For error messages.
+	bucketName, endpoint, region, accessKey string
 }
 
 var (
@@ -89,7 +92,7 @@ func (b *blobIO) Open(name string) (iceio.File, error) {
 		return struct{}{}, nil
 	})
 	if err != nil {
-		return nil, pathErr("open", name, err)
+		return nil, b.explain("open", name, pathErr("open", name, err))
 	}
 	if int64(len(f.prefix)) > f.size {
 		f.prefix = f.prefix[:f.size]
@@ -105,7 +108,7 @@ func (b *blobIO) ReadFile(name string) ([]byte, error) {
 	}
 	data, err := retryRead(b.ctx, b.retry, func() ([]byte, error) { return b.bucket.ReadAll(b.ctx, key) })
 	if err != nil {
-		return nil, pathErr("read", name, err)
+		return nil, b.explain("read", name, pathErr("read", name, err))
 	}
 	return data, nil
 }

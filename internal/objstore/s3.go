@@ -53,7 +53,8 @@ func newS3IO(ctx context.Context, parsed *url.URL, props map[string]string) (ice
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
 	extract := blobfs.DefaultObjectLocationExtractor(parsed.Host, S3Schemes...)
-	return &blobIO{FileIO: blobfs.New(ctx, bucket, extract), bucket: bucket, extract: extract, ctx: ctx, retry: c.retry}, nil
+	return &blobIO{FileIO: blobfs.New(ctx, bucket, extract), bucket: bucket, extract: extract, ctx: ctx, retry: c.retry,
+		bucketName: parsed.Host, endpoint: c.endpoint, region: c.region, accessKey: c.accessKey}, nil
 }
 
 // s3Client is a configured client, shared by every IO with the same settings
@@ -62,6 +63,8 @@ type s3Client struct {
 	client   *s3.Client
 	checksum aws.RequestChecksumCalculation
 	retry    retryPolicy
+
+	endpoint, region, accessKey string // for error messages
 }
 
 var (
@@ -122,7 +125,12 @@ func newS3Client(ctx context.Context, loc string, props map[string]string) (*s3C
 	if err != nil {
 		return nil, err
 	}
-	c := &s3Client{retry: s.retry}
+	c := &s3Client{retry: s.retry, endpoint: s.endpoint, region: cfg.Region, accessKey: s.accessKey}
+	if c.accessKey == "" {
+		if cr, err := cfg.Credentials.Retrieve(ctx); err == nil {
+			c.accessKey = cr.AccessKeyID
+		}
+	}
 	switch s.checksum {
 	case "when-required":
 		c.checksum = aws.RequestChecksumCalculationWhenRequired

@@ -106,9 +106,20 @@ type S3 struct {
 // StartS3 returns an S3 server for t: the one FLOE_S3_ENDPOINT names, else
 // a fresh s3proxy stopped when t ends. It skips t when s3proxy is not
 // installed (see Skip).
-func StartS3(t testing.TB) *S3 {
+func StartS3(t testing.TB) *S3 { t.Helper(); return StartS3With(t, S3Options{}) }
+
+// S3Options change how StartS3With runs s3proxy.
+type S3Options struct {
+	// ClockOffset runs the server with its clock moved by this much
+	// (faketime's syntax: "+1h", "-30m"), for clock skew tests.
+	ClockOffset string
+}
+
+// StartS3With is StartS3 with options; it always starts its own s3proxy
+// when options are given.
+func StartS3With(t testing.TB, o S3Options) *S3 {
 	t.Helper()
-	if ep := os.Getenv(EnvS3Endpoint); ep != "" {
+	if ep := os.Getenv(EnvS3Endpoint); ep != "" && o == (S3Options{}) {
 		return &S3{Endpoint: strings.TrimSuffix(ep, "/"), AccessKey: os.Getenv(EnvS3Access), SecretKey: os.Getenv(EnvS3Secret), Region: "us-east-1"}
 	}
 	jar := S3ProxyJar()
@@ -118,7 +129,12 @@ func StartS3(t testing.TB) *S3 {
 	if _, err := exec.LookPath("java"); err != nil {
 		Skip(t, "java not found: s3proxy needs Java 17 or newer")
 	}
-	s, err := startS3Proxy(jar, t.TempDir())
+	if o.ClockOffset != "" {
+		if _, err := exec.LookPath("faketime"); err != nil {
+			Skip(t, "faketime not found: run `bash .ci/storage.sh` (it installs Debian's faketime)")
+		}
+	}
+	s, err := startS3Proxy(jar, t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +142,7 @@ func StartS3(t testing.TB) *S3 {
 	return s
 }
 
-func startS3Proxy(jar, dir string) (*S3, error) {
+func startS3Proxy(jar, dir string, o S3Options) (*S3, error) {
 	data := filepath.Join(dir, "buckets")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
@@ -152,7 +168,11 @@ func startS3Proxy(jar, dir string) (*S3, error) {
 		if err := os.WriteFile(pf, []byte(props), 0o644); err != nil {
 			return nil, err
 		}
-		s.cmd = exec.Command("java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", jar, "--properties", pf)
+		argv := []string{"java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", jar, "--properties", pf}
+		if o.ClockOffset != "" {
+			argv = append([]string{"faketime", "-f", o.ClockOffset}, argv...)
+		}
+		s.cmd = exec.Command(argv[0], argv[1:]...)
 		s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := s.cmd.Start(); err != nil {

@@ -42,6 +42,8 @@ type Counts struct {
 	// (objects and parts), POST (multipart create and complete, bulk
 	// delete), DELETE.
 	Requests map[string]int
+	// Status counts the answers by HTTP status (injected faults included).
+	Status   map[int]int
 	BytesIn  int64 // request bodies (uploads)
 	BytesOut int64 // response bodies (downloads)
 }
@@ -161,7 +163,7 @@ func StartProxy(target string) (*Proxy, error) {
 	}
 	p := &Proxy{URL: "http://" + l.Addr().String(), target: u,
 		tr:       &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
-		counts:   Counts{Requests: map[string]int{}},
+		counts:   Counts{Requests: map[string]int{}, Status: map[int]int{}},
 		injected: map[Fault]int{}, rng: rand.New(rand.NewPCG(1, 2))}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: time.Minute}
 	go p.srv.Serve(l)
@@ -182,7 +184,7 @@ func (p *Proxy) Counts() Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.counts
-	p.counts = Counts{Requests: map[string]int{}}
+	p.counts = Counts{Requests: map[string]int{}, Status: map[int]int{}}
 	return c
 }
 
@@ -263,9 +265,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k := kind(r)
 	fault, plan := p.pick()
 	var in, out int64
+	status := 0
 	defer func() {
 		p.mu.Lock()
 		p.counts.Requests[k]++
+		p.counts.Status[status]++
 		p.counts.BytesIn += atomic.LoadInt64(&in)
 		p.counts.BytesOut += out
 		p.mu.Unlock()
@@ -273,12 +277,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch fault {
 	case SlowDown, InternalError:
 		io.Copy(io.Discard, r.Body)
-		code, status, msg := "SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."
+		code, code2, msg := "SlowDown", http.StatusServiceUnavailable, "Please reduce your request rate."
 		if fault == InternalError {
-			code, status, msg = "InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."
+			code, code2, msg = "InternalError", http.StatusInternalServerError, "We encountered an internal error. Please try again."
 		}
+		status = code2
 		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(status)
+		w.WriteHeader(code2)
 		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>floe-fault</RequestId></Error>`, code, msg)
 		return
 	case Reset:
@@ -336,6 +341,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, h := range hopHeaders {
 		w.Header().Del(h)
 	}
+	status = resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	if fault == ResetMidBody && resp.ContentLength > 1 {
 		n, _ := io.CopyN(w, resp.Body, resp.ContentLength/2)
