@@ -130,7 +130,7 @@ var storageFiles = map[string]string{
 
 var (
 	storageNoise = []*regexp.Regexp{snapshotID, isoTime, uuidRe, epochMs}
-	s3Loc        = regexp.MustCompile(`s3://[^\s"',]*`)
+	s3Loc        = regexp.MustCompile(`(s3|gs)://[^\s"',]*`)
 	fileLoc      = regexp.MustCompile(`file://[^\s"',]*|/tmp/[^\s"',]*`)
 )
 
@@ -147,7 +147,7 @@ func normalizeStorage(out string) string {
 
 // storageRun runs the sequence in work with the given global flags, Delta
 // root and environment, and returns the outputs of the compared steps.
-func storageRun(t *testing.T, work string, global []string, deltaRoot string, env []string) []string {
+func storageRun(t *testing.T, steps []storageStep, work string, global []string, deltaRoot string, env []string) []string {
 	t.Helper()
 	for name, content := range storageFiles {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(strings.ReplaceAll(content, "{DELTA}", deltaRoot)), 0o644); err != nil {
@@ -155,7 +155,7 @@ func storageRun(t *testing.T, work string, global []string, deltaRoot string, en
 		}
 	}
 	var outs []string
-	for _, st := range storageSteps {
+	for _, st := range steps {
 		args, err := splitArgs(strings.ReplaceAll(st.args, "{DELTA}", deltaRoot))
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func TestObjectStorage(t *testing.T) {
 	}
 	px := objstoretest.NewProxy(t, srv.Endpoint)
 
-	local := storageRun(t, t.TempDir(), []string{"--warehouse", "wh"}, shared, nil)
+	local := storageRun(t, storageSteps, t.TempDir(), []string{"--warehouse", "wh"}, shared, nil)
 
 	work := t.TempDir()
 	cfg := s3Config(filepath.Join(work, "catalog.db"), "s3://floe-e2e/wh", px.URL, srv)
@@ -201,7 +201,7 @@ func TestObjectStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	px.Counts()
-	remote := storageRun(t, work, []string{"--config", "floe.yaml", "--catalog", "lake"}, "s3://floe-e2e/delta", []string{"AWS_EC2_METADATA_DISABLED=true"})
+	remote := storageRun(t, storageSteps, work, []string{"--config", "floe.yaml", "--catalog", "lake"}, "s3://floe-e2e/delta", []string{"AWS_EC2_METADATA_DISABLED=true"})
 	counts := px.Counts()
 	if len(local) != len(remote) {
 		t.Fatalf("%d outputs on local disk, %d on s3", len(local), len(remote))
@@ -247,3 +247,62 @@ func s3Config(catalogDB, warehouse, endpoint string, srv *objstoretest.S3) strin
 }
 
 func splitArgs(s string) ([]string, error) { return testbin.SplitArgs(s) }
+
+// gcsSteps: a Delta table on gs:// synced into an Iceberg table whose
+// warehouse is on gs://, and a pipeline (delta and sync steps) there.
+var gcsSteps = []storageStep{
+	{args: "namespace create shop"},
+	{args: "delta changes {DELTA}/deltars-cdf-table --start-version 0 --format jsonl", compare: true},
+	{args: "delta sync {DELTA}/deltars-cdf-table shop.people --equality-columns id --start-version 0 --end-version 1"},
+	{args: "delta sync {DELTA}/deltars-cdf-table shop.people"},
+	{args: "table scan shop.people --format jsonl", compare: true},
+	{args: "changelog shop.people --format jsonl", compare: true},
+	{args: "run gcs.yaml --once --quiet"},
+	{args: "table scan shop.g_delta --format jsonl", compare: true},
+	{args: "table scan shop.g_sync --format jsonl", compare: true},
+}
+
+func init() {
+	storageFiles["gcs.yaml"] = `transforms:
+  - name: g_delta
+    type: delta
+    path: {DELTA}/deltars-cdf-table-non-partitioned
+    destination: shop.g_delta
+    equality_columns: [id, name]
+  - name: g_sync
+    type: sync
+    source: shop.g_delta
+    destination: shop.g_sync
+    key: [id, name]
+`
+}
+
+// TestGCSStorage runs gcsSteps with the warehouse and the Delta tables on
+// gs:// (fake-gcs-server) and compares with local disk.
+func TestGCSStorage(t *testing.T) {
+	shared := sharedDelta(t)
+	g := objstoretest.StartGCS(t)
+	g.CreateBucket(t, "floe-gcs")
+	for _, tbl := range []string{"deltars-cdf-table", "deltars-cdf-table-non-partitioned"} {
+		g.Upload(t, filepath.Join(shared, tbl), "floe-gcs", "delta/"+tbl)
+	}
+	local := storageRun(t, gcsSteps, t.TempDir(), []string{"--warehouse", "wh"}, shared, nil)
+	work := t.TempDir()
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "catalog:\n  lake:\n    type: sql\n    uri: %s\n    warehouse: gs://floe-gcs/wh\n", filepath.Join(work, "catalog.db"))
+	for k, v := range g.Props() {
+		fmt.Fprintf(&cfg, "    %s: %q\n", k, v)
+	}
+	if err := os.WriteFile(filepath.Join(work, "floe.yaml"), []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	remote := storageRun(t, gcsSteps, work, []string{"--config", "floe.yaml", "--catalog", "lake"}, "gs://floe-gcs/delta", nil)
+	for i := range local {
+		if local[i] != remote[i] || local[i] == "" {
+			t.Errorf("output %d differs:\nlocal:\n%s\ngs:\n%s", i, local[i], remote[i])
+		}
+	}
+	if objs := g.List(t, "floe-gcs", "wh/shop.db/g_sync/metadata/"); len(objs) == 0 {
+		t.Fatal("no metadata under gs://floe-gcs/wh/shop.db/g_sync: the tables are not on GCS")
+	}
+}
