@@ -34,6 +34,24 @@ type Proxy struct {
 	rng      *rand.Rand
 	injected map[Fault]int
 	seen     atomic.Int64
+	logOn    bool
+	log      []string
+}
+
+// LogRequests starts (or stops) recording each request as "KIND path?query".
+func (p *Proxy) LogRequests(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.logOn = on
+}
+
+// Logged returns the requests recorded since the last call.
+func (p *Proxy) Logged() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.log
+	p.log = nil
+	return out
 }
 
 // Counts are the requests and bytes seen by a Proxy.
@@ -270,6 +288,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.counts.Requests[k]++
 		p.counts.Status[status]++
+		if p.logOn {
+			p.log = append(p.log, k+" "+r.URL.RequestURI())
+		}
 		p.counts.BytesIn += atomic.LoadInt64(&in)
 		p.counts.BytesOut += out
 		p.mu.Unlock()
