@@ -32,9 +32,20 @@ func (b *blobIO) explain(op, name string, err error) error {
 	if errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	wrap := func(err error) error {
+		if pe != nil && pe == err {
+			return err
+		}
+		return &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	if pe != nil && pe == err {
+		// Already names the location: put the hint inside.
+		op, name, err = pe.Op, pe.Path, pe.Err
+		pe = nil
+	}
 	var api smithy.APIError
 	if !errors.As(err, &api) {
-		return &fs.PathError{Op: op, Path: name, Err: err}
+		return wrap(err)
 	}
 	hint := ""
 	switch api.ErrorCode() {
@@ -56,7 +67,7 @@ func (b *blobIO) explain(op, name string, err error) error {
 		hint = fmt.Sprintf("the bucket is in another region than %s: set %s to the bucket's region", b.region, keyRegion)
 	}
 	if hint == "" {
-		return &fs.PathError{Op: op, Path: name, Err: err}
+		return wrap(err)
 	}
 	return &fs.PathError{Op: op, Path: name, Err: &hintError{hint: hint, err: err}}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+	"golang.org/x/sync/errgroup"
 )
 
 // prefixSize is how much of an object Open reads: small files (manifests,
@@ -151,14 +152,7 @@ func (f *blobFile) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return n, nil
 	}
-	n, err := retryRead(f.io.ctx, f.io.retry, func() (int, error) {
-		r, err := f.io.bucket.NewRangeReader(f.io.ctx, f.key, off, int64(len(want)), nil)
-		if err != nil {
-			return 0, err
-		}
-		defer r.Close()
-		return io.ReadFull(r, want)
-	})
+	n, err := f.readRange(want, off)
 	if err != nil {
 		return n, pathErr("read", f.name, err)
 	}
@@ -166,6 +160,46 @@ func (f *blobFile) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// Ranged reads larger than 2*partSize are split into parts of partSize
+// fetched by up to partConcurrency requests at once: one GET stream is
+// bounded by one connection's throughput, and a Parquet column chunk is
+// often tens of MiB.
+const (
+	partSize        = 4 << 20
+	partConcurrency = 8
+)
+
+// readRange fills p from offset off with ranged GETs, each retried.
+func (f *blobFile) readRange(p []byte, off int64) (int, error) {
+	get := func(p []byte, off int64) (int, error) {
+		return retryRead(f.io.ctx, f.io.retry, func() (int, error) {
+			r, err := f.io.bucket.NewRangeReader(f.io.ctx, f.key, off, int64(len(p)), nil)
+			if err != nil {
+				return 0, err
+			}
+			defer r.Close()
+			return io.ReadFull(r, p)
+		})
+	}
+	if len(p) <= 2*partSize {
+		return get(p, off)
+	}
+	g, _ := errgroup.WithContext(f.io.ctx)
+	g.SetLimit(partConcurrency)
+	for start := 0; start < len(p); start += partSize {
+		part := p[start:min(start+partSize, len(p))]
+		at := off + int64(start)
+		g.Go(func() error {
+			_, err := get(part, at)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (f *blobFile) Read(p []byte) (int, error) {

@@ -392,3 +392,34 @@ func TestS3Proxy(t *testing.T) {
 	}
 	t.Logf("faults injected and survived: %v", inj)
 }
+
+func TestParallelRangedRead(t *testing.T) {
+	f, url := newFake(t)
+	data := make([]byte, 3*partSize+12345)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	f.objects["/bkt/big"] = data
+	fsys, err := iceio.LoadFS(context.Background(), s3Props(url), "s3://bkt/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := fsys.Open("s3://bkt/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	f.mu.Lock()
+	f.n = 0
+	f.mu.Unlock()
+	buf := make([]byte, len(data)-100)
+	n, err := fl.ReadAt(buf, 100)
+	if err != nil || n != len(buf) || !bytes.Equal(buf, data[100:]) {
+		t.Fatalf("ReadAt: %d bytes, %v", n, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n != 4 {
+		t.Fatalf("%d requests for a %d-byte read, want 4 parts", f.n, len(buf))
+	}
+}
