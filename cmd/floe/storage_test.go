@@ -215,6 +215,19 @@ func TestObjectStorage(t *testing.T) {
 		}
 	}
 	t.Logf("s3 sequence of %d commands: %v", len(storageSteps), counts)
+	// A storage profile instead of a catalog's settings (no --catalog).
+	profile := fmt.Sprintf("storage:\n  deltalake:\n    s3.endpoint: %s\n    s3.access-key-id: %s\n    s3.secret-access-key: %s\n    s3.region: %s\n",
+		px.URL, srv.AccessKey, srv.SecretKey, srv.Region)
+	if err := os.WriteFile(filepath.Join(work, "profile.yaml"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step := []storageStep{{args: "delta changes {DELTA}/deltars-cdf-table --start-version 0 --format jsonl", compare: true}}
+	want := storageRun(t, step, t.TempDir(), nil, shared, nil)
+	got := storageRun(t, []storageStep{{args: "delta changes {DELTA}/deltars-cdf-table --storage deltalake --start-version 0 --format jsonl", compare: true}},
+		work, []string{"--config", "profile.yaml"}, "s3://floe-e2e/delta", []string{"AWS_EC2_METADATA_DISABLED=true"})
+	if want[0] != got[0] || want[0] == "" {
+		t.Errorf("delta changes with --storage differs from local disk:\nlocal:\n%s\ns3:\n%s", want[0], got[0])
+	}
 	if objs := srv.List(t, "floe-e2e", "wh/shop.db/cow/metadata/"); len(objs) == 0 {
 		t.Fatal("no metadata under s3://floe-e2e/wh/shop.db/cow: the tables are not on S3")
 	}
