@@ -89,9 +89,9 @@ const faultsPipeline = `transforms:
 // of the same history on local disk (no partial commit, nothing lost); a
 // failed command is rerun without faults and must converge. Counts are
 // logged (docs/reliability-storage.md). FLOE_STORAGE_FAULT_TRIALS sets the
-// number of trials (default 24), FLOE_STORAGE_FAULT_SEED the seed.
+// number of trials (default 12), FLOE_STORAGE_FAULT_SEED the seed.
 func TestStorageFaults(t *testing.T) {
-	trials := 24
+	trials := 12
 	if v := os.Getenv("FLOE_STORAGE_FAULT_TRIALS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
