@@ -423,3 +423,34 @@ func TestParallelRangedRead(t *testing.T) {
 		t.Fatalf("%d requests for a %d-byte read, want 4 parts", f.n, len(buf))
 	}
 }
+
+// TestStrictServerChecksums runs against s3proxy without
+// s3proxy.ignore-unknown-headers: it refuses x-amz-checksum-* headers with
+// 501, as strict or older servers do. With a custom endpoint floe sends
+// checksums only when required, so writes succeed; asking for
+// when-supported gets the refusal.
+func TestStrictServerChecksums(t *testing.T) {
+	srv := objstoretest.StartS3With(t, objstoretest.S3Options{StrictHeaders: true})
+	srv.CreateBucket(t, "strict")
+	for _, tc := range []struct {
+		checksum string
+		ok       bool
+	}{{"", true}, {"when-required", true}, {"when-supported", false}} {
+		props := srv.Props()
+		props["s3.retry.total-timeout"] = "5s"
+		if tc.checksum != "" {
+			props["s3.checksum-calculation"] = tc.checksum
+		}
+		fsys, err := iceio.LoadFS(context.Background(), props, "s3://strict/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = fsys.(iceio.WriteFileIO).WriteFile("s3://strict/f-"+tc.checksum, bytes.Repeat([]byte("x"), 1000))
+		if tc.ok && err != nil {
+			t.Errorf("checksums %q: %v", tc.checksum, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "501")) {
+			t.Errorf("checksums %q against a strict server: %v, want its 501 refusal", tc.checksum, err)
+		}
+	}
+}

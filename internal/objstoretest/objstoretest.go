@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,6 +114,10 @@ type S3Options struct {
 	// ClockOffset runs the server with its clock moved by this much
 	// (faketime's syntax: "+1h", "-30m"), for clock skew tests.
 	ClockOffset string
+	// StrictHeaders leaves out s3proxy.ignore-unknown-headers, so the
+	// server answers 501 NotImplemented to x-amz-checksum-* headers, as
+	// strict or older S3-compatible servers do.
+	StrictHeaders bool
 }
 
 // StartS3With is StartS3 with options; it always starts its own s3proxy
@@ -160,7 +165,7 @@ func startS3Proxy(jar, dir string, o S3Options) (*S3, error) {
 			"s3proxy.authorization=aws-v2-or-v4",
 			"s3proxy.identity=" + s.AccessKey,
 			"s3proxy.credential=" + s.SecretKey,
-			"s3proxy.ignore-unknown-headers=true",
+			"s3proxy.ignore-unknown-headers=" + strconv.FormatBool(!o.StrictHeaders),
 			"jclouds.provider=filesystem",
 			"jclouds.filesystem.basedir=" + data,
 		}, "\n") + "\n"
