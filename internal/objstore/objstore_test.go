@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -452,5 +453,60 @@ func TestStrictServerChecksums(t *testing.T) {
 		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "501")) {
 			t.Errorf("checksums %q against a strict server: %v, want its 501 refusal", tc.checksum, err)
 		}
+	}
+}
+
+// TestProfileAndEnvironment: with no keys in the settings, credentials and
+// region come from the AWS environment: a named profile (s3.profile-name)
+// of the shared files, else AWS_* variables.
+func TestProfileAndEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/config", []byte("[profile lake]\nregion = eu-west-3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/credentials", []byte("[lake]\naws_access_key_id = PROFILEKEY\naws_secret_access_key = s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	for _, tc := range []struct {
+		name       string
+		props, env map[string]string
+		key        string
+		region     string
+	}{
+		{name: "profile", props: map[string]string{"s3.profile-name": "lake"}, key: "PROFILEKEY", region: "eu-west-3"},
+		{name: "AWS_PROFILE", env: map[string]string{"AWS_PROFILE": "lake"}, key: "PROFILEKEY", region: "eu-west-3"},
+		{name: "variables", env: map[string]string{"AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "x", "AWS_REGION": "ap-south-1"}, key: "ENVKEY", region: "ap-south-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			f, url := newFake(t)
+			props := map[string]string{"s3.endpoint": url}
+			for k, v := range tc.props {
+				props[k] = v
+			}
+			fsys, err := iceio.LoadFS(context.Background(), props, "s3://bkt/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fsys.(iceio.WriteFileIO).WriteFile("s3://bkt/x", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			auth := f.headers[len(f.headers)-1].Get("Authorization")
+			f.mu.Unlock()
+			if !strings.Contains(auth, "Credential="+tc.key+"/") || !strings.Contains(auth, "/"+tc.region+"/s3/") {
+				t.Fatalf("signed with %q, want key %s and region %s", auth, tc.key, tc.region)
+			}
+		})
 	}
 }
