@@ -65,6 +65,9 @@ type Catalog struct {
 	warehouse string // absolute folder for the embedded catalog, else ""
 	db        *sql.DB
 	props     iceberg.Properties
+	// configFile is the configuration file of a named catalog, or the one
+	// Options named for the embedded catalog (storage profiles live there).
+	configFile string
 }
 
 // Open opens the catalog o describes. For the embedded catalog the
@@ -72,7 +75,11 @@ type Catalog struct {
 func Open(ctx context.Context, o Options) (*Catalog, error) {
 	o.EnsureDefaults()
 	if o.Name == "" {
-		return openEmbedded(ctx, o.Warehouse)
+		c, err := openEmbedded(ctx, o.Warehouse)
+		if c != nil {
+			c.configFile = o.ConfigFile
+		}
+		return c, err
 	}
 	return openNamed(ctx, o)
 }

@@ -81,6 +81,10 @@ type TransformConfig struct {
 	SemanticVersion int               `yaml:"semantic_version" doc:"Bump it when the logic changed and the destination must be rebuilt in full on the next build." for:"sync,filter,merge" example:"2"`
 	Properties      map[string]string `yaml:"properties" doc:"Table properties the destination is created with." example:"{write.delete.mode: merge-on-read}"`
 
+	// Storage settings of a delta step's source (docs/storage.md).
+	Storage          string            `yaml:"storage" doc:"Storage profile (a name under storage: in the catalog configuration file) whose settings read path; default: the catalog's own storage settings (docs/storage.md)." for:"delta" example:"lake"`
+	SourceProperties map[string]string `yaml:"source_properties" doc:"Storage settings for reading path that override single keys of the profile or the catalog's (s3.endpoint, s3.region, ...)." for:"delta" example:"{s3.region: eu-west-1}"`
+
 	// Line is the line of the transform in its file (0 when unknown).
 	Line int `yaml:"-"`
 	line map[string]int

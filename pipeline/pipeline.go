@@ -267,7 +267,7 @@ func (tc TransformConfig) step() (*Step, error) {
 	case TypeDelta:
 		s.Sources = []string{tc.Path}
 		s.Delta = &DeltaSpec{Name: tc.Name, Path: tc.Path, Dst: tc.Destination, EqualityColumns: tc.EqualityColumns,
-			Properties: tc.Properties}
+			Properties: tc.Properties, Storage: tc.Storage, SourceProperties: tc.SourceProperties}
 	default:
 		err = fmt.Errorf("unknown type %q", tc.Type)
 	}

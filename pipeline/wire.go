@@ -10,7 +10,6 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/delta/deltasync"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
@@ -74,7 +73,7 @@ func (deltaSyncer) Sync(ctx context.Context, req DeltaSyncRequest) (*transform.R
 	if err != nil {
 		return nil, err
 	}
-	src, err := delta.Open(ctx, spec.Path)
+	src, err := OpenDeltaSource(ctx, req)
 	if err != nil {
 		return nil, err
 	}
