@@ -403,3 +403,22 @@ func summaryInt(s *table.Snapshot, key string) int64 {
 	n, _ := strconv.ParseInt(s.Summary.Properties[key], 10, 64)
 	return n
 }
+
+// PendingSince returns the earliest commit time of the changes of s's
+// inputs not yet in its outputs (zero when they are up to date), for
+// Scheduler.Pending. It is an error when that is not known.
+func (r *Runner) PendingSince(ctx context.Context, s *Step) (time.Time, error) {
+	sr := r.newStatusReader(ctx, r.Pipeline)
+	var since time.Time
+	for _, o := range sr.stepStatus(s) {
+		for _, in := range o.Inputs {
+			if in.Lag == nil {
+				return time.Time{}, fmt.Errorf("transform %s: the lag of input %s is not known: %s", s.Name, in.Name, o.Note)
+			}
+			if !in.PendingSince.IsZero() && (since.IsZero() || in.PendingSince.Before(since)) {
+				since = in.PendingSince
+			}
+		}
+	}
+	return since, nil
+}
