@@ -50,6 +50,9 @@ type InputStatus struct {
 	// summaries (no data is read; a copy-on-write rewrite counts the rows
 	// it rewrote); nil when a summary does not say, and for Delta inputs.
 	RowsBehind *int64
+	// Missing is true when the input table does not exist; Unreadable
+	// when it (or the catalog) could not be read.
+	Missing, Unreadable bool
 }
 
 // OutputStatus is the state of one output of one transform.
@@ -207,7 +210,7 @@ func (sr *statusReader) load(name string) (*table.Table, error) {
 	}
 	var l loaded
 	if sr.r.Catalog == nil {
-		l.err = errors.New("no catalog")
+		l.err = errors.New("the catalog is not reachable")
 	} else {
 		l.tbl, l.err = sr.r.Catalog.LoadTable(sr.ctx, name)
 	}
@@ -419,6 +422,8 @@ func summaryTime(head *table.Snapshot, input, wm string) time.Time {
 
 // figures are the lag figures of one table after a watermark.
 type figures struct {
+	missing      bool // the table does not exist
+	unreadable   bool // it could not be read
 	head         string
 	headAt, wmAt time.Time
 	pending      pending
@@ -432,6 +437,7 @@ type figures struct {
 
 func (f figures) fill(is *InputStatus, name, tbl string) {
 	is.Head, is.HeadAt, is.WatermarkAt = f.head, f.headAt, f.wmAt
+	is.Missing, is.Unreadable = f.missing, f.unreadable
 	is.Lag = f.lagPtr()
 	if !f.known {
 		if f.approx {
@@ -463,6 +469,7 @@ func (sr *statusReader) icebergFigures(name, branch, wm string, hint time.Time) 
 	tbl, err := sr.load(name)
 	if err != nil {
 		f.note = fmt.Sprintf("input %s: %v", name, err)
+		f.missing, f.unreadable = missing(err), !missing(err)
 		return f
 	}
 	head, err := write.BranchHead(tbl, branch)
@@ -527,6 +534,7 @@ func (sr *statusReader) deltaFigures(path, wm string) (f figures) {
 	d := sr.delta(path)
 	if d.err != nil {
 		f.note = fmt.Sprintf("delta table %s: %v", path, d.err)
+		f.unreadable = true
 		return f
 	}
 	f.head = strconv.FormatInt(d.latest, 10)
