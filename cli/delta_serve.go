@@ -20,6 +20,7 @@ type deltaMetrics struct {
 	step    *pipeline.Step
 	metrics *pipeline.Metrics
 	cat     *catalog.Catalog
+	mon     *pipeline.Monitor
 }
 
 // serveDeltaMetrics starts serving the metrics of a delta sync at addr
@@ -43,7 +44,7 @@ func serveDeltaMetrics(ctx context.Context, cat *catalog.Catalog, path, table, a
 	if err != nil {
 		return nil, nil, err
 	}
-	return &deltaMetrics{step: step, metrics: m, cat: cat}, stop, nil
+	return &deltaMetrics{step: step, metrics: m, cat: cat, mon: mon}, stop, nil
 }
 
 // wrap observes every run of run.
@@ -73,6 +74,8 @@ func (d *deltaMetrics) wrap(run syncRun) syncRun {
 				Outputs: []transform.OutputResult{pipeline.DeltaOutput(context.WithoutCancel(ctx), d.cat, ident, res)}}
 		}
 		d.metrics.Observe(d.step, o)
+		// The lag after the run, as floe run measures it.
+		d.mon.Sample(context.WithoutCancel(ctx))
 		return res, err
 	}
 }

@@ -43,7 +43,7 @@ func (f *serveFlags) add(c *cobra.Command, page bool) {
 func (f *serveFlags) any() bool { return f.metricsAddr != "" || f.httpAddr != "" }
 
 func (f *serveFlags) check() error {
-	if f.statusEvery < time.Second {
+	if f.any() && f.statusEvery < time.Second {
 		return usagef("--status-every %s: want at least 1s", f.statusEvery)
 	}
 	return nil
@@ -57,6 +57,13 @@ func listenAddr(addr string) string {
 		return addr
 	}
 	return net.JoinHostPort("127.0.0.1", port)
+}
+
+// anyPort reports whether addr asks for any free port (port 0): two such
+// addresses are two listeners.
+func anyPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
 }
 
 // loopback reports whether a listener only accepts local connections.
@@ -107,7 +114,7 @@ func (f *serveFlags) start(ctx context.Context, mon *pipeline.Monitor, reg *prom
 	metrics.Handle("/readyz", web.ReadyHandler(mon))
 	page := (&web.Server{Monitor: mon, Logger: log}).Handler()
 	switch {
-	case f.metricsAddr != "" && f.metricsAddr == f.httpAddr:
+	case f.metricsAddr != "" && f.metricsAddr == f.httpAddr && !anyPort(f.httpAddr):
 		both := http.NewServeMux()
 		both.Handle("/metrics", metrics)
 		both.Handle("/", page)

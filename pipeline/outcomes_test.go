@@ -3,7 +3,9 @@ package pipeline_test
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +140,97 @@ transforms:
 	outcomes, err = r.RunOnce(e.Ctx, p, nil)
 	if err != nil || outcomes[0].Result.Outputs[0].RowsAdded != 2 {
 		t.Fatalf("second build: %+v %v", outcomes[0].Result, err)
+	}
+}
+
+// TestStatusNotesAChangedDefinition: a pipeline file changed since a
+// transform's last recorded run (here its filter) is noted in the
+// status, and the history is kept.
+func TestStatusNotesAChangedDefinition(t *testing.T) {
+	e := newEnv(t)
+	e.create("orders", "id long not null, amount long", []string{"id"}, nil)
+	e.insert("orders", []any{1, 5}, []any{2, 500})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	load := func(filter string) *pipeline.Pipeline {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("transforms:\n  - {name: big, type: filter, source: ns.orders, destination: ns.big, filter: \""+filter+"\"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := pipeline.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.Pipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := load("amount > 100")
+	r := &pipeline.Runner{Catalog: e.Cat, Logger: discardLogger(), History: pipeline.OpenHistory(p.StatusFile)}
+	if _, err := r.RunOnce(e.Ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := r.Status(e.Ctx, p, nil); strings.Contains(st[0].Note, "definition changed") {
+		t.Fatalf("unchanged: %q", st[0].Note)
+	}
+	p = load("amount > 1")
+	st, err := r.Status(e.Ctx, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st[0].Note, "the transform's definition changed since its last recorded run") || st[0].Run == nil || st[0].Run.Runs != 1 {
+		t.Fatalf("after changing the filter: %q %+v", st[0].Note, st[0].Run)
+	}
+}
+
+// TestBytesAndRetriesMeasured: a run's bytes come from snapshot summaries
+// (a full build reads the input's files, an incremental one the files its
+// snapshots added; it writes the files it committed), and commit attempts
+// beyond the first are counted as retries.
+func TestBytesAndRetriesMeasured(t *testing.T) {
+	e := newEnv(t)
+	e.create("orders", "id long not null, amount long", []string{"id"}, nil)
+	e.insert("orders", []any{1, 5}, []any{2, 500})
+	p := loadPipeline(t, "transforms:\n  - {name: copy, type: filter, source: ns.orders, destination: ns.copy}\n")
+	hist := pipeline.OpenHistory(p.StatusFile)
+	reg := prometheus.NewRegistry()
+	r := &pipeline.Runner{Catalog: e.Cat, Logger: discardLogger(), History: hist, Metrics: pipeline.NewMetrics(reg)}
+	summary := func(name, key string) int64 {
+		t.Helper()
+		n, err := strconv.ParseInt(e.Load(name).CurrentSnapshot().Summary.Properties[key], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := r.RunOnce(e.Ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	full := []int64{summary("orders", "total-files-size"), summary("copy", "added-files-size")}
+	e.insert("orders", []any{3, 7})
+	if _, err := r.RunOnce(e.Ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	incr := []int64{summary("orders", "added-files-size"), summary("copy", "added-files-size")}
+	d, err := hist.Read()
+	if err != nil || len(d.Records) != 2 {
+		t.Fatal(d, err)
+	}
+	for i, want := range [][]int64{full, incr} {
+		if got := d.Records[i]; got.BytesRead != want[0] || got.BytesWritten != want[1] || want[0] == 0 || got.CommitAttempts != 1 {
+			t.Fatalf("run %d: read %d written %d attempts %d, want %v from the summaries", i, got.BytesRead, got.BytesWritten, got.CommitAttempts, want)
+		}
+	}
+	if got := testutil.ToFloat64(r.Metrics.BytesRead.WithLabelValues("copy")); got != float64(full[0]+incr[0]) {
+		t.Fatalf("bytes read %v", got)
+	}
+	// Retries: an outcome whose commit took three attempts.
+	m := pipeline.NewMetrics(prometheus.NewRegistry())
+	m.Observe(p.Step("copy"), pipeline.Outcome{Step: "copy", Kind: pipeline.OutcomeIncremental, Result: &transform.Result{
+		Outputs: []transform.OutputResult{{Table: "ns.copy", Committed: true, Attempts: 3}}}})
+	if got := testutil.ToFloat64(m.CommitRetries.WithLabelValues("copy", "ns.copy")); got != 2 {
+		t.Fatalf("retries %v", got)
 	}
 }

@@ -242,13 +242,6 @@ func (sr *statusReader) writer(name string) *Step {
 }
 
 // stepStatus reads the status of s's outputs (once per status).
-func (r *Runner) stepStatus(ctx context.Context, s *Step) ([]OutputStatus, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return r.newStatusReader(ctx, r.Pipeline).stepStatus(s), nil
-}
-
 func (sr *statusReader) stepStatus(s *Step) []OutputStatus {
 	if st, ok := sr.steps[s.Name]; ok {
 		return st
