@@ -184,7 +184,7 @@ func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", prog)
 		return 2
 	}
-	return 1
+	return exitCode(err)
 }
 
 func versionCommand(a *app) *cobra.Command {

@@ -48,6 +48,9 @@ type OutputResult struct {
 	Committed   bool
 	RowsAdded   int64
 	RowsRemoved int64
+	// Attempts counts the commit attempts (1: no conflict with another
+	// writer; 0: unknown, or nothing was committed).
+	Attempts int
 }
 
 // Name is the output's declared name.
@@ -69,7 +72,7 @@ func (o *Output) begin(op string) error {
 func (o *Output) commitOptions() commit.Options {
 	return commit.Options{
 		Branch:             o.spec.Branch,
-		SnapshotProperties: iceberg.Properties{"floe.operation": "transform", "floe.transform.name": o.b.t.Name},
+		SnapshotProperties: o.summary(map[string]string{"floe.operation": "transform"}),
 		SetProperties:      o.b.next.Properties(),
 		Expect:             o.expect,
 		CommitEmpty:        true,
@@ -120,6 +123,7 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.record(res.Committed, res.SnapshotID, res.Result)
+	o.result.Attempts = res.Attempts
 	return nil
 }
 
@@ -145,12 +149,13 @@ func (o *Output) ApplyChangelog(changes array.RecordReader, keys ...string) erro
 	res, err := merge.Apply(ctx, o.b.r.Catalog, o.ident, changes.Schema(), streamOf(changes), keys,
 		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
 		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
-		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
+		merge.WithSnapshotProperties(o.summary(nil)))
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	o.result.Attempts = res.Attempts
 	return nil
 }
 
@@ -185,12 +190,13 @@ func (o *Output) Merge(statement string, source array.RecordReader) error {
 	res, err := merge.Merge(ctx, o.b.r.Catalog, stmt, merge.Source{Name: name, Schema: source.Schema(), Rows: streamOf(source)},
 		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
 		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
-		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
+		merge.WithSnapshotProperties(o.summary(nil)))
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	o.result.Attempts = res.Attempts
 	return nil
 }
 
@@ -258,6 +264,7 @@ func (o *Output) finish(ctx context.Context) error {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.record(res.Committed, res.SnapshotID, nil)
+	o.result.Attempts = res.Attempts
 	return nil
 }
 
