@@ -148,7 +148,6 @@ type calibration struct {
 	snapshots          map[string]int    // snapshots the change adds per table
 	writes, reads      int               // file operations
 	commits, loads     int               // catalog calls
-	beforeEqualsAfter  bool
 	afterSnapshotCount map[string]int
 }
 
@@ -190,10 +189,9 @@ func calibrate(t *testing.T, p path) *calibration {
 
 // fault is what a trial injects.
 type fault struct {
-	kind  string
-	cat   []*faultcat.Rule
-	fs    []*faultfs.Rule
-	label string
+	kind string
+	cat  []*faultcat.Rule
+	fs   []*faultfs.Rule
 }
 
 var lostAnswers = []error{faultcat.ErrGatewayTimeout, faultcat.ErrBadGateway, faultcat.ErrReset, faultcat.ErrEOF, faultcat.ErrTimeout}
@@ -392,11 +390,10 @@ func checkFiles(t *testing.T, e *env, p path, desc string) int {
 			}
 			for _, m := range mfs {
 				need(m.FilePath())
-				entries, err := m.FetchEntries(fsys, false)
-				if err != nil {
-					t.Fatalf("%s: %s manifest %s: %v", desc, name, m.FilePath(), err)
-				}
-				for _, en := range entries {
+				for en, err := range m.Entries(fsys, false) {
+					if err != nil {
+						t.Fatalf("%s: %s manifest %s: %v", desc, name, m.FilePath(), err)
+					}
 					if en.Status() != iceberg.EntryStatusDELETED {
 						need(en.DataFile().FilePath())
 					} else {
