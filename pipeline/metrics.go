@@ -38,8 +38,8 @@ type Metrics struct {
 	// concurrent commits).
 	CommitConflicts *prometheus.CounterVec
 	// CommitUnknown counts commits whose outcome is unknown (the catalog's
-	// answer was lost: the commit may or may not have happened), as
-	// CommitOutcomeUnknown tells them.
+	// answer was lost and could not be found again: the commit may or may
+	// not have happened; see commit.ErrOutcomeUnknown).
 	CommitUnknown *prometheus.CounterVec
 	// SnapshotsBehind is, per transform and input, how many snapshots of the
 	// input the transform has not processed yet.
@@ -62,13 +62,6 @@ type Metrics struct {
 	// when the catalog answered it, 0 when not.
 	StatusTime, StatusUp prometheus.Gauge
 }
-
-// CommitOutcomeUnknown tells the errors of commits whose outcome is
-// unknown (the commit request went out, its answer was lost). nil: none
-// is told apart, and floe_pipeline_commit_unknown_total stays 0. It is set
-// by the code that wires the commit package's unknown-outcome error into
-// this build (see wire.go); it is read without synchronisation.
-var CommitOutcomeUnknown func(error) bool
 
 // NewMetrics creates the metrics and registers them with reg (when not
 // nil), as Prometheus' tsdb does. Registering twice with one registry
@@ -135,7 +128,7 @@ func (m *Metrics) Observe(s *Step, o Outcome) {
 	if o.Kind == OutcomeSuperseded || errors.Is(o.Err, commit.ErrTooManyConflicts) {
 		m.CommitConflicts.WithLabelValues(s.Name).Inc()
 	}
-	if o.Err != nil && CommitOutcomeUnknown != nil && CommitOutcomeUnknown(o.Err) {
+	if errors.Is(o.Err, commit.ErrOutcomeUnknown) {
 		m.CommitUnknown.WithLabelValues(s.Name).Inc()
 	}
 	if o.Failed() || o.Kind == OutcomeAborted {
