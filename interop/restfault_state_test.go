@@ -507,6 +507,8 @@ func (x *trialCtx) engineRead(ex *expectTable, s *tableState) {
 	}
 	if d := rowsDiff(ex.after, canonTable(got, ex.cols)); d != "" {
 		x.res.problemf("%s: %s reads rows that differ from one successful run's: %s", ex.name, engine, d)
+		return
 	}
+	x.res.engineReads[engine]++
 	x.res.logf("%s read %s: %d rows as expected", engine, ex.name, len(got.Rows))
 }

@@ -58,7 +58,8 @@ import (
 // and fault kind), FLOE_INTEROP_FAULT_WORKERS (default 2),
 // FLOE_INTEROP_FAULT_TRIAL (comma-separated trial numbers to run alone, as a
 // failure prints), FLOE_INTEROP_FAULT_ENGINES=0 (skip the PyIceberg/Spark
-// samples).
+// samples), FLOE_INTEROP_FAULT_BIN (a floe binary to test instead of this
+// module's ./cmd/floe).
 func TestRESTFaults(t *testing.T) {
 	e := interop.Require(t)
 	seed := uint64(envInt(t, "FLOE_INTEROP_SEED", 20261201))
@@ -98,8 +99,14 @@ func TestRESTFaults(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("catalog:\n  rest:\n    type: rest\n    uri: "+proxy.URL()+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	bin := os.Getenv("FLOE_INTEROP_FAULT_BIN") // another build of floe to try, e.g. a branch's
+	if bin == "" {
+		bin = interop.FloeBinary(t)
+	} else {
+		t.Logf("floe binary %s (FLOE_INTEROP_FAULT_BIN)", bin)
+	}
 	env := &faultEnv{
-		ctx: ctx, srv: srv, proxy: proxy, direct: direct, bin: interop.FloeBinary(t),
+		ctx: ctx, srv: srv, proxy: proxy, direct: direct, bin: bin,
 		global: []string{"--config", cfg, "--catalog", "rest"}, dir: dir, engines: engines,
 	}
 	env.py = interop.SharedPy(t) // delta-rs writes the Delta tables
@@ -199,6 +206,8 @@ type trialResult struct {
 	exit       int
 	landed     bool
 	fired      bool
+	// engineReads counts the final tables read by PyIceberg and Spark.
+	engineReads map[string]int
 }
 
 func (r *trialResult) problemf(format string, args ...any) {
@@ -273,7 +282,7 @@ const (
 
 // run runs the trial and checks it.
 func (tr *trial) run(env *faultEnv) *trialResult {
-	res := &trialResult{cmd: tr.cmd.name, fault: tr.fault.name}
+	res := &trialResult{cmd: tr.cmd.name, fault: tr.fault.name, engineReads: map[string]int{}}
 	r := rand.New(rand.NewPCG(tr.seed, uint64(tr.index)))
 	ns := fmt.Sprintf("f%d", tr.index)
 	dir := filepath.Join(env.dir, ns)
@@ -314,6 +323,7 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 	res.exit = run.exit
 	res.logf("faulted run: %s", run)
 	var firedLanded, firedCommit bool
+	lostOn := map[string]bool{} // tables whose commit landed with its answer lost
 	for _, e := range plan.Events() {
 		res.logf("  %s", e)
 		if e.Fired() {
@@ -324,7 +334,11 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 				case faultproxy.FailAfter, faultproxy.ResetAfter, faultproxy.DelayAfter:
 					// The server took the commit and floe did not get its
 					// answer.
-					firedLanded = firedLanded || (e.Landed() && e.Status != e.Upstream)
+					if e.Landed() && e.Status != e.Upstream {
+						firedLanded = true
+						parts := strings.Split(strings.Trim(e.Path, "/"), "/")
+						lostOn[parts[len(parts)-3]+"."+parts[len(parts)-1]] = true
+					}
 				}
 			}
 		}
@@ -340,13 +354,15 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 	after, heads := x.states(st.tables)
 	landed := map[string]bool{}
 	anyLanded, allLanded := false, true
-	var ids []string
+	var ids []string // of the commits that landed without an answer
 	for _, ex := range st.tables {
 		l, newIDs := ex.check(res, before[ex.name], after[ex.name], heads)
 		landed[ex.name] = l
 		anyLanded = anyLanded || l
 		allLanded = allLanded && l
-		ids = append(ids, newIDs...)
+		if lostOn[ex.name] {
+			ids = append(ids, newIDs...)
+		}
 	}
 	res.landed = anyLanded
 	switch {
@@ -495,6 +511,13 @@ func summarize(results []*trialResult) string {
 		}
 		b.WriteString("\n")
 	}
+	reads := map[string]int{}
+	for _, r := range results {
+		for k, n := range r.engineReads {
+			reads[k] += n
+		}
+	}
+	fmt.Fprintf(&b, "final tables PyIceberg read as expected: %d, Spark: %d\n", reads["PyIceberg"], reads["Spark"])
 	b.WriteString("outcomes per fault (trials: exit 0, landed):\n")
 	var names []string
 	for _, f := range faultKinds {
