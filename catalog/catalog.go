@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -65,6 +66,7 @@ type Catalog struct {
 	warehouse string // absolute folder for the embedded catalog, else ""
 	db        *sql.DB
 	props     iceberg.Properties
+	wrapIO    func(iceio.IO) iceio.IO // see Wrap
 }
 
 // Open opens the catalog o describes. For the embedded catalog the
@@ -114,18 +116,21 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 	return c.Load(ctx, ident)
 }
 
-// Load loads the table with the given identifier. See LoadTable.
+// Load loads the table with the given identifier. See LoadTable. The
+// table commits through CommitTable, and its file IO is wrapped as Wrap
+// says.
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	tbl, err := c.ice.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, c.explainMissing(ctx, ident, err)
 	}
+	fsF := tbl.FS
 	if root, ok, err := c.pathRoot(ctx, ident); err != nil {
 		return nil, err
 	} else if ok {
-		tbl = withPathRoot(tbl, root, c)
+		fsF = pathRootFSF(root, tbl.MetadataLocation())
 	}
-	return tbl, nil
+	return c.rebind(tbl, fsF), nil
 }
 
 // explainMissing turns iceberg-go's lookup errors into messages that say

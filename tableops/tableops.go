@@ -53,6 +53,9 @@ type Outcome struct {
 	RowsAdded   int64
 	RowsRemoved int64
 	Attempts    int
+	// CommitID and AnswerLost: see commit.Outcome.
+	CommitID   string
+	AnswerLost bool
 }
 
 // commit runs prepare against the freshly loaded table and commits the
@@ -67,7 +70,7 @@ func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, t, err)
 	}
-	out := &Outcome{Table: o.Table, SnapshotID: o.SnapshotID, Attempts: o.Attempts}
+	out := &Outcome{Table: o.Table, SnapshotID: o.SnapshotID, Attempts: o.Attempts, CommitID: o.CommitID, AnswerLost: o.AnswerLost}
 	if o.Result != nil {
 		out.Mode, out.RowsAdded, out.RowsRemoved = o.Result.Mode, o.Result.RowsAdded, o.Result.RowsRemoved
 	}
@@ -78,7 +81,7 @@ func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.
 // are produced anew for each attempt by rows().
 func Append(ctx context.Context, t Target, records func() iter.Seq2[arrow.RecordBatch, error]) (*Outcome, error) {
 	return commitOp(ctx, t, "append", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
-		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Inserts: records(), Mode: write.CopyOnWrite})
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Inserts: records(), Mode: write.CopyOnWrite, Reuse: reuse})
 	})
 }
 
@@ -136,7 +139,7 @@ func Overwrite(ctx context.Context, t Target, p *Predicate, records func() iter.
 			return nil, err
 		}
 		if p == nil {
-			return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, RemoveAll: true, Inserts: records()})
+			return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, RemoveAll: true, Inserts: records(), Reuse: reuse})
 		}
 		v := &write.Visitor{MatchColumns: p.Columns, Match: match(p)}
 		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode, Visitor: v, Inserts: records(), Reuse: reuse})

@@ -106,17 +106,23 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 	if err != nil {
 		return err
 	}
-	files, err := write.WriteRows(ctx, tbl, conformed)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", o.spec.Table, err)
-	}
+	// The rows are written once, at the first attempt; package commit owns
+	// the files.
+	var files []iceberg.DataFile
+	written := false
 	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		if !written {
+			written = true
+			var err error
+			files, err = write.WriteRows(ctx, tbl, conformed)
+			reuse.Own(paths(files)...)
+			if err != nil {
+				return nil, err
+			}
+		}
 		return write.Prepare(ctx, write.Request{Table: tbl, Branch: o.spec.Branch, RemoveAll: replace, InsertFiles: files, Reuse: reuse})
 	})
 	if err != nil {
-		if fs, ferr := tbl.FS(ctx); ferr == nil {
-			write.Cleanup(fs, paths(files))
-		}
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.record(res.Committed, res.SnapshotID, res.Result)
@@ -220,26 +226,14 @@ func (o *Output) Transaction() (*table.Transaction, error) {
 // output compute did not write.
 func (o *Output) finish(ctx context.Context) error {
 	if o.tx != nil {
-		cur, err := o.b.r.Catalog.Load(ctx, o.ident)
-		if err != nil {
-			return err
-		}
-		for k, v := range o.expect {
-			if cur.Properties()[k] != v {
-				return fmt.Errorf("output %s: %w: property %s changed during the build", o.spec.Table, commit.ErrWatermarkMoved, k)
-			}
-		}
-		if err := o.tx.SetProperties(o.b.next.Properties()); err != nil {
-			return err
-		}
-		tbl, err := o.tx.Commit(ctx)
+		// One attempt (compute's writes cannot be redone here), the
+		// watermark checked on the fresh table, a lost answer resolved.
+		res, err := commit.CommitTx(ctx, o.b.r.Catalog, o.tbl, o.tx, commit.Options{
+			Branch: o.spec.Branch, SetProperties: o.b.next.Properties(), Expect: o.expect})
 		if err != nil {
 			return fmt.Errorf("output %s: commit native transaction: %w", o.spec.Table, err)
 		}
-		o.result.Committed = true
-		if s, _ := write.BranchHead(tbl, o.spec.Branch); s != nil {
-			o.result.SnapshotID = s.SnapshotID
-		}
+		o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 		return nil
 	}
 	if o.written {
