@@ -521,7 +521,9 @@ func (r *runner) dead(att *attempt) bool {
 
 // finish removes the files no commit can reference: every file written
 // for the change except those of the committed attempt (nil: none) and of
-// attempts still in doubt, and the manifests of attempts that cannot land.
+// attempts still in doubt, the manifests of attempts that cannot land, and
+// the metadata files the catalog wrote for commits it refused
+// (refusedMetadata).
 func (r *runner) finish(ctx context.Context, done *attempt) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
@@ -565,14 +567,15 @@ func (r *runner) finish(ctx context.Context, done *attempt) {
 			del = append(del, p)
 		}
 	}
-	if len(del) == 0 {
-		return
-	}
 	tbl := r.latest
 	if tbl == nil {
 		tbl = r.fallback
 	}
 	if tbl == nil {
+		return
+	}
+	del = append(del, r.refusedMetadata(cctx, r.latest)...)
+	if len(del) == 0 {
 		return
 	}
 	if fs, err := tbl.FS(cctx); err == nil {

@@ -76,6 +76,9 @@ type Rule struct {
 	// Delay is waited before a hit call fails (Before) or after it
 	// returned (After).
 	Delay time.Duration
+	// Then, when set, runs when a hit call fails (after forwarding, for
+	// After): a test cancels its context there.
+	Then func()
 
 	seen int
 }
@@ -145,6 +148,13 @@ func (inj *Injector) check(op Op, ident table.Identifier) *Rule {
 	return hit
 }
 
+func (r *Rule) fail() {
+	time.Sleep(r.Delay)
+	if r.Then != nil {
+		r.Then()
+	}
+}
+
 func (r *Rule) err() error {
 	if r.Err != nil {
 		return r.Err
@@ -165,12 +175,12 @@ type Catalog struct {
 func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
 	r := c.inj.check(OpCommit, ident)
 	if r != nil && r.When == Before {
-		time.Sleep(r.Delay)
+		r.fail()
 		return nil, "", r.err()
 	}
 	meta, loc, err := c.Catalog.CommitTable(ctx, ident, reqs, ups)
 	if r != nil {
-		time.Sleep(r.Delay)
+		r.fail()
 		return nil, "", r.err()
 	}
 	return meta, loc, err
@@ -180,12 +190,12 @@ func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs 
 func (c *Catalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	r := c.inj.check(OpLoad, ident)
 	if r != nil && r.When == Before {
-		time.Sleep(r.Delay)
+		r.fail()
 		return nil, r.loadErr()
 	}
 	tbl, err := c.Catalog.LoadTable(ctx, ident)
 	if r != nil {
-		time.Sleep(r.Delay)
+		r.fail()
 		return nil, r.loadErr()
 	}
 	return tbl, err
@@ -202,12 +212,12 @@ func (r *Rule) loadErr() error {
 func (c *Catalog) CreateTable(ctx context.Context, ident table.Identifier, sc *iceberg.Schema, opts ...icecat.CreateTableOpt) (*table.Table, error) {
 	r := c.inj.check(OpCreate, ident)
 	if r != nil && r.When == Before {
-		time.Sleep(r.Delay)
+		r.fail()
 		return nil, r.err()
 	}
 	tbl, err := c.Catalog.CreateTable(ctx, ident, sc, opts...)
 	if r != nil {
-		time.Sleep(r.Delay)
+		r.fail()
 		return nil, r.err()
 	}
 	return tbl, err
