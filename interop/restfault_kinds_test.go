@@ -40,6 +40,8 @@ type faultKind struct {
 	// rules returns the plan's rules for a command that sends posts commits,
 	// and a description of the choices made.
 	rules func(r *rand.Rand, posts int) ([]fp.Rule, string)
+	// props override retryProps for the trial's tables.
+	props []string
 }
 
 var gatewayStatuses = []int{500, 502, 503, 504}
@@ -91,11 +93,14 @@ var faultKinds = []*faultKind{
 		d := time.Duration(r.IntN(800)) * time.Millisecond
 		return oneCommit(r, posts, fp.Fault{Action: fp.FailThenForward, Status: 504, Body: randBody(r), Delay: d})
 	}},
-	{name: "slow-answer", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-		// The server's answer is held, as a slow server's would be.
-		d := time.Duration(1000+r.IntN(1000)) * time.Millisecond
-		return oneCommit(r, posts, fp.Fault{Action: fp.DelayAfter, Delay: d})
-	}},
+	{name: "timeout", props: []string{"commit.retry.total-timeout-ms=1500"},
+		rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
+			// The server takes the commit, and its answer comes after the
+			// client's timeout (the table's commit.retry.total-timeout-ms,
+			// 1.5 s here).
+			d := time.Duration(2000+r.IntN(500)) * time.Millisecond
+			return oneCommit(r, posts, fp.Fault{Action: fp.DelayAfter, Delay: d})
+		}},
 	{name: "outage", unreachable: true, rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
 		rules, desc := oneCommit(r, posts, lostAnswer(r))
 		down := downFault(r)
@@ -160,11 +165,12 @@ type faultCommand struct {
 
 // trialCtx is one trial's namespace, folder and random source.
 type trialCtx struct {
-	env *faultEnv
-	r   *rand.Rand
-	ns  string
-	dir string
-	res *trialResult
+	env   *faultEnv
+	r     *rand.Rand
+	ns    string
+	dir   string
+	res   *trialResult
+	fault *faultKind
 
 	nsCreated bool
 }
@@ -182,14 +188,32 @@ func (x *trialCtx) floe(args ...string) error {
 }
 
 // retryProps keep floe's retries short, so an outage ends a trial quickly.
+// commit.retry.total-timeout-ms also bounds each commit call (iceberg-go's
+// commit runs under that deadline): it is floe's client timeout.
 var retryProps = []string{
 	"commit.retry.num-retries=4", "commit.retry.min-wait-ms=20",
 	"commit.retry.max-wait-ms=200", "commit.retry.total-timeout-ms=5000",
 }
 
-func propertyFlags(props ...string) []string {
+// tableProps returns the properties the trial's tables are created with:
+// retryProps with the fault kind's overrides, then props.
+func (x *trialCtx) tableProps(props ...string) []string {
+	out := append([]string{}, retryProps...)
+	for _, o := range x.fault.props {
+		k, _, _ := strings.Cut(o, "=")
+		for i, p := range out {
+			if strings.HasPrefix(p, k+"=") {
+				out[i] = o
+			}
+		}
+	}
+	return append(out, props...)
+}
+
+// propertyFlags returns tableProps as --property flags.
+func (x *trialCtx) propertyFlags(props ...string) []string {
 	var out []string
-	for _, p := range append(append([]string{}, retryProps...), props...) {
+	for _, p := range x.tableProps(props...) {
 		out = append(out, "--property", p)
 	}
 	return out
@@ -220,7 +244,7 @@ func (x *trialCtx) create(name string, formatVersion int, partition string, prop
 		return fmt.Errorf("no partition spec %q in the trials", partition)
 	}
 	p := iceberg.Properties{"format-version": strconv.Itoa(formatVersion)}
-	for _, kv := range append(append([]string{}, retryProps...), props...) {
+	for _, kv := range x.tableProps(props...) {
 		k, v, _ := strings.Cut(kv, "=")
 		p[k] = v
 	}
@@ -760,7 +784,7 @@ func prepSync(x *trialCtx) (*step, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"sync", x.table("src"), x.table("dst"), "--key", "id", "--filter", "n >= 20"}, propertyFlags()...)
+	args := append([]string{"sync", x.table("src"), x.table("dst"), "--key", "id", "--filter", "n >= 20"}, x.propertyFlags()...)
 	keep := func(r mrow) bool { return r.n >= 20 }
 	variant := "first build"
 	var before []string
@@ -798,7 +822,7 @@ func prepPipeline(x *trialCtx) (*step, error) {
 		return nil, err
 	}
 	props := "{"
-	for i, p := range retryProps {
+	for i, p := range x.tableProps() {
 		k, v, _ := strings.Cut(p, "=")
 		if i > 0 {
 			props += ", "
@@ -888,7 +912,7 @@ func prepDeltaSync(x *trialCtx) (*step, error) {
 	if x.r.IntN(2) == 0 {
 		mode = "merge-on-read"
 	}
-	args := append([]string{"delta", "sync", path, x.table("d"), "--equality-columns", "id", "--mode", mode}, propertyFlags()...)
+	args := append([]string{"delta", "sync", path, x.table("d"), "--equality-columns", "id", "--mode", mode}, x.propertyFlags()...)
 	variant := "first sync"
 	var before []string
 	incremental := x.r.IntN(3) != 0

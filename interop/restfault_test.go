@@ -291,7 +291,7 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 		return res
 	}
 	defer os.RemoveAll(dir)
-	x := &trialCtx{env: env, r: r, ns: ns, dir: dir, res: res}
+	x := &trialCtx{env: env, r: r, ns: ns, dir: dir, res: res, fault: tr.fault}
 	st, err := tr.cmd.prepare(x)
 	if err != nil {
 		res.problemf("setup: %v", err)
@@ -445,9 +445,12 @@ func checkRun(res *trialResult, run *floeRun, what string) {
 		res.problemf("%s: a Go panic or runtime error reached the user", what)
 	}
 	if run.exit != 0 && run.exit != 1 {
-		if run.exit == -1 {
+		switch run.exit {
+		case -1:
 			res.problemf("%s: floe did not finish within %s or could not start (%v)", what, commandTimeout, run.err)
-		} else {
+		case 70:
+			res.problemf("%s: exit 70, an internal error (a panic caught by cmd/floe)", what)
+		default:
 			res.problemf("%s: exit status %d", what, run.exit)
 		}
 	}

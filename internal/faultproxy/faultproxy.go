@@ -196,9 +196,12 @@ func (e Event) String() string {
 		s += fmt.Sprintf(" [%s: %s]", e.Rule, e.Fault)
 	}
 	if e.Status != e.Upstream {
-		if e.Status == 0 {
+		switch {
+		case e.Status == 0 && (e.Fault.Action == ResetBefore || e.Fault.Action == ResetAfter):
 			s += " client: reset"
-		} else {
+		case e.Status == 0:
+			s += " client: no answer"
+		default:
 			s += fmt.Sprintf(" client: %d", e.Status)
 		}
 	}
