@@ -89,8 +89,13 @@ var faultKinds = []*faultKind{
 	}},
 	{name: "late-landing", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
 		// A gateway times out on a slow server: 504 at once, and the commit
-		// reaches the server later, maybe after floe reloaded the table.
-		d := time.Duration(r.IntN(800)) * time.Millisecond
+		// reaches the server later: either before floe's retry (which then
+		// conflicts, and floe must find its own commit) or after it (the
+		// late one is refused, the retry stands).
+		d := time.Duration(r.IntN(100)) * time.Millisecond
+		if r.IntN(2) == 0 {
+			d = time.Duration(100+r.IntN(700)) * time.Millisecond
+		}
 		return oneCommit(r, posts, fp.Fault{Action: fp.FailThenForward, Status: 504, Body: randBody(r), Delay: d})
 	}},
 	{name: "timeout", props: []string{"commit.retry.total-timeout-ms=1500"},
