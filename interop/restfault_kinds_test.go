@@ -141,6 +141,7 @@ var faultKinds = []*faultKind{
 type rerunPolicy int
 
 const (
+	// rerunAlways: the command is idempotent (the default).
 	rerunAlways rerunPolicy = iota
 	// rerunIfNothingLanded: the command is not idempotent (append): a user
 	// reruns it only when it did not land.
@@ -588,6 +589,7 @@ func prepDelete(x *trialCtx) (*step, error) {
 			name: x.table("t"), cols: faultCols,
 			before: canonModel(rows, faultCols, nil), after: canonModel(rows, faultCols, keep), commits: 1,
 		}},
+		rerun: rerunAlways,
 	}, nil
 }
 
@@ -928,7 +930,7 @@ func prepDeltaSync(x *trialCtx) (*step, error) {
 		}
 		before = canonModel(rows, faultCols, nil)
 		more := x.newRows(int64(len(rows)+1), 2+x.r.IntN(4))
-		if v, err = py.DeltaWrite(ctx, path, deltaFaultColumns, deltaRows(more), interop.DeltaWriteOptions{}); err != nil {
+		if _, err = py.DeltaWrite(ctx, path, deltaFaultColumns, deltaRows(more), interop.DeltaWriteOptions{}); err != nil {
 			return nil, err
 		}
 		rows = append(rows, more...)

@@ -243,12 +243,11 @@ func (x *trialCtx) stateOf(ex *expectTable, scan bool) *tableState {
 			if !exists(mf.FilePath()) {
 				continue
 			}
-			entries, err := mf.FetchEntries(fs, true)
-			if err != nil {
-				s.missing = append(s.missing, fmt.Sprintf("%s (%v)", mf.FilePath(), err))
-				continue
-			}
-			for _, e := range entries {
+			for e, err := range mf.Entries(fs, true) {
+				if err != nil {
+					s.missing = append(s.missing, fmt.Sprintf("%s (%v)", mf.FilePath(), err))
+					break
+				}
 				exists(e.DataFile().FilePath())
 			}
 		}
