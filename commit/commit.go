@@ -495,8 +495,8 @@ func (r *runner) answerLost(ctx context.Context, att *attempt, f Found, tbl *tab
 func (r *runner) unknown(att *attempt, cause, loadErr error) error {
 	return fmt.Errorf("%w: %s: the catalog's answer to commit %s was lost (%v) and the catalog could not be reached to find out whether it landed (%v); every file written was kept. "+
 		"Rerun the command: floe finds out from the table (a snapshot with %s=%s, or the table property %s, means it landed); "+
-		"apply, merge, sync, run and delta sync then do not apply the change twice, a plain `table append` would: check `floe table snapshots` first",
-		ErrOutcomeUnknown, r.name, r.id, cause, loadErr, PropCommitID, r.id, PropLastCommitID)
+		"apply, merge, sync, run and delta sync then do not apply the change twice; rerun `table append` with --commit-id %s",
+		ErrOutcomeUnknown, r.name, r.id, cause, loadErr, PropCommitID, r.id, PropLastCommitID, r.id)
 }
 
 // dead reports whether att can no longer land: a table loaded after its

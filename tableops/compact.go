@@ -70,11 +70,14 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 			}
 		}
 	}
-	for df, err := range table.WriteRecords(ctx, tbl, schema, stream) {
-		if err != nil {
-			return nil, err
-		}
+	added, err := write.WriteData(ctx, tbl, schema, stream)
+	for _, df := range added {
 		reuse.Own(df.FilePath())
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, df := range added {
 		res.AddData = append(res.AddData, df)
 		res.RowsAdded += df.Count()
 	}

@@ -35,6 +35,10 @@ type Target struct {
 	Catalog *catalog.Catalog
 	Ident   table.Identifier
 	Branch  string // "" = main
+	// CommitID names the change (see commit.Options.CommitID): a rerun
+	// with the id of a run whose outcome was unknown commits nothing when
+	// that run's commit landed. Empty: a new id.
+	CommitID string
 }
 
 func (t Target) String() string {
@@ -62,7 +66,7 @@ type Outcome struct {
 // result through package commit (retries on conflicts, cleanup of files of
 // abandoned attempts). Nothing is committed when prepare writes nothing.
 func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error)) (*Outcome, error) {
-	o, err := commit.Run(ctx, t.Catalog, t.Ident, commit.Options{Branch: t.Branch,
+	o, err := commit.Run(ctx, t.Catalog, t.Ident, commit.Options{Branch: t.Branch, CommitID: t.CommitID,
 		SnapshotProperties: iceberg.Properties{"floe.operation": op}},
 		func(_ context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 			return prepare(tbl, reuse)

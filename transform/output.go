@@ -94,26 +94,21 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 		return err
 	}
 	ctx := o.b.ctx
-	tbl, err := o.ensure(ctx, rows.Schema(), o.spec.Identifier)
-	if err != nil {
-		return err
-	}
-	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		return err
-	}
-	conformed, err := conform(ctx, o.spec.Table, rows, target)
-	if err != nil {
-		return err
-	}
 	// The rows are written once, at the first attempt; package commit owns
 	// the files.
 	var files []iceberg.DataFile
 	written := false
-	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+	prepare := func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 		if !written {
 			written = true
-			var err error
+			target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+			if err != nil {
+				return nil, err
+			}
+			conformed, err := conform(ctx, o.spec.Table, rows, target)
+			if err != nil {
+				return nil, err
+			}
 			files, err = write.WriteRows(ctx, tbl, conformed)
 			reuse.Own(paths(files)...)
 			if err != nil {
@@ -121,12 +116,53 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 			}
 		}
 		return write.Prepare(ctx, write.Request{Table: tbl, Branch: o.spec.Branch, RemoveAll: replace, InsertFiles: files, Reuse: reuse})
-	})
+	}
+	if o.tbl == nil {
+		if done, err := o.createWith(ctx, rows.Schema(), prepare, &written); done || err != nil {
+			return err
+		}
+	}
+	if _, err := o.ensure(ctx, rows.Schema(), o.spec.Identifier); err != nil {
+		return err
+	}
+	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), prepare)
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.record(res.Committed, res.SnapshotID, res.Result)
 	return nil
+}
+
+// createWith creates the missing output with its first rows and the
+// build's watermarks in one catalog commit (commit.Create), so that no
+// reader sees it empty and without watermarks. It reports false, with
+// nothing done, when the catalog cannot create a table in a commit or the
+// output appeared meanwhile; then the output is created first and written
+// in a second commit (a build stopped in between leaves an empty output
+// without watermarks, which the next build rebuilds).
+func (o *Output) createWith(ctx context.Context, schema *arrow.Schema, prepare commit.Prepare, consumed *bool) (bool, error) {
+	sc, spec, props, err := o.tableSpec(schema, o.spec.Identifier)
+	if err != nil {
+		return false, err
+	}
+	if err := o.b.r.Catalog.EnsureNamespace(ctx, o.ident[:len(o.ident)-1]); err != nil {
+		return false, err
+	}
+	res, err := commit.Create(ctx, o.b.r.Catalog, o.ident, sc, spec, props, o.commitOptions(), prepare)
+	switch {
+	case err == nil:
+	case (errors.Is(err, commit.ErrCreateUnsupported) || errors.Is(err, commit.ErrTableExists)) && !*consumed:
+		return false, nil
+	case errors.Is(err, commit.ErrTableExists):
+		// The rows were read for this attempt and cannot be read again.
+		return false, fmt.Errorf("output %s: %w: another build created the output first; nothing was committed (%w)", o.spec.Table, commit.ErrWatermarkMoved, err)
+	default:
+		return false, fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	o.tbl = res.Table
+	o.b.log.Info("created output table with its first rows", "output", o.spec.Table)
+	o.record(res.Committed, res.SnapshotID, res.Result)
+	return true, nil
 }
 
 func (o *Output) record(committed bool, snapshot int64, r *write.Result) {
@@ -265,9 +301,28 @@ func (o *Output) ensure(ctx context.Context, schema *arrow.Schema, identifier []
 		o.tbl = tbl
 		return tbl, nil
 	}
+	sc, spec, props, err := o.tableSpec(schema, identifier)
+	if err != nil {
+		return nil, err
+	}
+	if err := cat.EnsureNamespace(ctx, o.ident[:len(o.ident)-1]); err != nil {
+		return nil, err
+	}
+	tbl, err := tableops.Create(ctx, cat, o.ident, sc, spec, props)
+	if err != nil {
+		return nil, err
+	}
+	o.b.log.Info("created output table", "output", o.spec.Table)
+	o.tbl = tbl
+	return tbl, nil
+}
+
+// tableSpec is the schema (with identifier fields), partition spec and
+// properties of a new output for rows of schema.
+func (o *Output) tableSpec(schema *arrow.Schema, identifier []string) (*iceberg.Schema, iceberg.PartitionSpec, iceberg.Properties, error) {
 	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(schema, false)
 	if err != nil {
-		return nil, fmt.Errorf("output %s: schema: %w", o.spec.Table, err)
+		return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("output %s: schema: %w", o.spec.Table, err)
 	}
 	if len(identifier) > 0 {
 		var ids []int
@@ -282,29 +337,20 @@ func (o *Output) ensure(ctx context.Context, schema *arrow.Schema, identifier []
 				}
 			}
 			if !found {
-				return nil, fmt.Errorf("output %s: identifier column %q is not in the written rows", o.spec.Table, n)
+				return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("output %s: identifier column %q is not in the written rows", o.spec.Table, n)
 			}
 		}
 		sc = iceberg.NewSchemaWithIdentifiers(sc.ID, ids, fields...)
 	}
 	spec, err := ddl.ParsePartitionSpec(o.spec.PartitionBy, sc)
 	if err != nil {
-		return nil, fmt.Errorf("output %s: partition: %w", o.spec.Table, err)
-	}
-	if err := cat.EnsureNamespace(ctx, o.ident[:len(o.ident)-1]); err != nil {
-		return nil, err
+		return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("output %s: partition: %w", o.spec.Table, err)
 	}
 	props := iceberg.Properties{}
 	for k, v := range o.spec.Properties {
 		props[k] = v
 	}
-	tbl, err := tableops.Create(ctx, cat, o.ident, sc, spec, props)
-	if err != nil {
-		return nil, err
-	}
-	o.b.log.Info("created output table", "output", o.spec.Table)
-	o.tbl = tbl
-	return tbl, nil
+	return sc, spec, props, nil
 }
 
 // withoutChangeColumns drops changelog metadata columns from a schema.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -622,15 +623,53 @@ func WriteRows(ctx context.Context, tbl *table.Table, rows iter.Seq2[arrow.Recor
 	return files, nil
 }
 
+// ErrIncompleteWrite is returned when the data files written do not hold
+// every row given: iceberg-go v0.7's partitioned writer can stop reading
+// its input after a failed file create and end without reporting the
+// error, which for a copy-on-write rewrite would drop the rows it did not
+// write.
+var ErrIncompleteWrite = errors.New("incomplete write")
+
+// WriteData writes rows of schema as data files of the table's current
+// spec, without committing them, checking that the files hold every row
+// given (see writeData). The files written are returned even on error.
+func WriteData(ctx context.Context, tbl *table.Table, schema *arrow.Schema, rows iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
+	return writeData(ctx, tbl, schema, rows)
+}
+
 // writeData writes rows as data files of the table's current spec. The
-// files written so far are returned even on error, for cleanup.
+// files written so far are returned even on error, for cleanup. It checks
+// that the input was read to its end and that the files hold as many rows
+// as it gave (ErrIncompleteWrite otherwise).
 func writeData(ctx context.Context, tbl *table.Table, schema *arrow.Schema, stream iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
+	var given atomic.Int64
+	var ended atomic.Bool
+	counted := func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range stream {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			given.Add(rec.NumRows())
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		ended.Store(true)
+	}
+	name := scan.FormatIdent(tbl.Identifier())
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, schema, stream) {
+	var written int64
+	for df, err := range table.WriteRecords(ctx, tbl, schema, counted) {
 		if err != nil {
-			return files, fmt.Errorf("write data files of %s: %w", scan.FormatIdent(tbl.Identifier()), err)
+			return files, fmt.Errorf("write data files of %s: %w", name, err)
 		}
 		files = append(files, df)
+		written += df.Count()
+	}
+	if !ended.Load() || given.Load() != written {
+		return files, fmt.Errorf("write data files of %s: %w: %d rows given, %d written (the writer stopped without an error); nothing was committed",
+			name, ErrIncompleteWrite, given.Load(), written)
 	}
 	return files, nil
 }
