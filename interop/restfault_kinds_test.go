@@ -143,9 +143,11 @@ type rerunPolicy int
 const (
 	// rerunAlways: the command is idempotent (the default).
 	rerunAlways rerunPolicy = iota
-	// rerunIfNothingLanded: the command is not idempotent (append): a user
-	// reruns it only when it did not land.
-	rerunIfNothingLanded
+	// rerunWithCommitID: the command is not idempotent (a plain table
+	// append): after a success a user does not rerun it; after a failure
+	// they rerun it with the --commit-id the unknown-outcome error named,
+	// which makes the rerun append nothing twice.
+	rerunWithCommitID
 )
 
 // step is a prepared trial: the command and what it must do.
@@ -562,7 +564,7 @@ func prepAppend(x *trialCtx) (*step, error) {
 	if _, err := x.writeRows("more.jsonl", plainRows(more)); err != nil {
 		return nil, err
 	}
-	return &step{
+	st := &step{
 		variant: fmt.Sprintf("%s; %d rows", strings.TrimSpace(fmt.Sprintf("v%d %s", fv, partition)), len(more)),
 		args:    []string{"table", "append", x.table("t"), "more.jsonl"}, posts: 1,
 		tables: []*expectTable{{
@@ -570,8 +572,18 @@ func prepAppend(x *trialCtx) (*step, error) {
 			before: canonModel(rows, faultCols, nil), after: canonModel(append(slices.Clone(rows), more...), faultCols, nil),
 			commits: 1,
 		}},
-		rerun: rerunIfNothingLanded,
-	}, nil
+		rerun: rerunWithCommitID,
+		guard: true,
+	}
+	if x.r.IntN(2) == 0 {
+		// The caller names the commit: the same command, rerun, appends
+		// nothing twice.
+		id := fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", x.r.Uint32(), x.r.IntN(1<<16), x.r.IntN(1<<12), x.r.IntN(1<<12), x.r.Int64N(1<<48))
+		st.args = append(st.args, "--commit-id", id)
+		st.rerun = rerunAlways
+		st.variant += "; --commit-id"
+	}
+	return st, nil
 }
 
 func prepDelete(x *trialCtx) (*step, error) {

@@ -268,6 +268,9 @@ var panicRE = regexp.MustCompile(`panic:|goroutine \d+ \[|runtime error:`)
 // unreachable after a commit was sent.
 var unknownRE = regexp.MustCompile(`(?i)outcome.{0,40}unknown|unknown.{0,40}outcome`)
 
+// unknownIDRE finds the commit id in an unknown-outcome error.
+var unknownIDRE = regexp.MustCompile(`commit ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`)
+
 // lostNoteRE is what floe must print when it succeeded although a commit's
 // answer was lost.
 var lostNoteRE = regexp.MustCompile(`(?i)answer.{0,80}\blost\b`)
@@ -405,11 +408,20 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 	}
 
 	// The rerun, without faults.
-	if st.rerun == rerunIfNothingLanded && anyLanded {
-		res.logf("no rerun: the command is not idempotent and it landed")
-		return res
+	args := st.args
+	if st.rerun == rerunWithCommitID {
+		switch m := unknownIDRE.FindStringSubmatch(run.stderr); {
+		case run.exit == 0:
+			res.logf("no rerun: the command is not idempotent and it succeeded")
+			return res
+		case m != nil:
+			args = append(append([]string{}, args...), "--commit-id", m[1])
+		case anyLanded:
+			res.problemf("the change landed, but the error names no commit id to rerun the command with")
+			return res
+		}
 	}
-	rerun := env.runFloe(dir, st.args...)
+	rerun := env.runFloe(dir, args...)
 	res.logf("rerun: %s", rerun)
 	checkRun(res, rerun, "rerun")
 	if rerun.exit != 0 && !(anyLanded && st.rerunError != nil && st.rerunError.MatchString(rerun.stderr)) {
