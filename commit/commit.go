@@ -143,8 +143,8 @@ func Run(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, o Op
 		if err != nil {
 			return nil, err
 		}
-		att.snapshotID = write.StagedSnapshotID(tx, base, o.Branch)
-		att.manifestList, att.manifests = write.StagedFiles(tx, base, o.Branch)
+		att.snapshotID = write.StagedSnapshotID(tx, tbl, o.Branch)
+		att.manifestList, att.manifests = write.StagedFiles(tx, tbl, o.Branch)
 		att.commit = tx.Commit
 		return &pending{res: res, att: att}, nil
 	})

@@ -81,7 +81,7 @@ func RunTx(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, o 
 		}
 		base, _ := write.BranchHead(tbl, o.Branch)
 		att := &attempt{branch: o.Branch, base: base, baseLoc: tbl.MetadataLocation(), commit: tx.Commit}
-		att.manifestList, att.manifests = write.StagedFiles(tx, base, o.Branch)
+		att.manifestList, att.manifests = write.StagedFiles(tx, tbl, o.Branch)
 		return &pending{att: att}, nil
 	})
 }
@@ -111,7 +111,7 @@ func CommitTx(ctx context.Context, cat *catalog.Catalog, base *table.Table, tx *
 		}
 		used = true
 		att := &attempt{branch: o.Branch, base: head, baseLoc: base.MetadataLocation(), commit: tx.Commit}
-		att.manifestList, att.manifests = write.StagedFiles(tx, head, o.Branch)
+		att.manifestList, att.manifests = write.StagedFiles(tx, base, o.Branch)
 		return &pending{att: att}, nil
 	})
 	if out != nil && out.Committed {
@@ -170,8 +170,8 @@ func Create(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, s
 		r.finish(ctx, nil)
 		return nil, err
 	}
-	att.snapshotID = write.StagedSnapshotID(tx, nil, o.Branch)
-	att.manifestList, att.manifests = write.StagedFiles(tx, nil, o.Branch)
+	att.snapshotID = write.StagedSnapshotID(tx, tbl, o.Branch)
+	att.manifestList, att.manifests = write.StagedFiles(tx, tbl, o.Branch)
 	att.commit = tx.Commit
 	newTbl, cls, sent, err := r.send(ctx, att)
 	switch {

@@ -241,3 +241,36 @@ func TestRefChangeAnswerLost(t *testing.T) {
 		t.Fatal("no branch audit")
 	}
 }
+
+// TestRollbackConflictKeepsFiles: a rollback whose commit conflicts (or is
+// otherwise abandoned) stages no snapshot of its own; the files of the
+// snapshot it points the branch at are the table's and must stay (found by
+// internal/faultsuite: they were taken for the attempt's own manifests).
+func TestRollbackConflictKeepsFiles(t *testing.T) {
+	for _, fault := range []*faultcat.Rule{
+		{Op: faultcat.OpCommit, When: faultcat.Before, Err: faultcat.ErrConflict},
+		{Op: faultcat.OpCommit, When: faultcat.Before, Err: faultcat.ErrGatewayTimeout},
+	} {
+		e, inj := newTable(t)
+		first := e.Load("t").CurrentSnapshot()
+		appendRows(t, e, "t", 3)
+		inj.Add(fault)
+		if _, err := tableops.Rollback(e.Ctx, e.Cat, table.Identifier{"ns", "t"}, "", first.SnapshotID); err != nil {
+			t.Fatal(err)
+		}
+		inj.Reset()
+		tbl := e.Load("t")
+		if tbl.CurrentSnapshot().SnapshotID != first.SnapshotID {
+			t.Fatal("not rolled back")
+		}
+		for _, s := range tbl.Metadata().Snapshots() {
+			if _, err := os.Stat(strings.TrimPrefix(s.ManifestList, "file://")); err != nil {
+				t.Fatalf("%v: snapshot %d lost its manifest list: %v", fault.Err, s.SnapshotID, err)
+			}
+			id := s.SnapshotID
+			if _, err := e.Rows(tbl, scan.At{SnapshotID: &id}); err != nil {
+				t.Fatalf("%v: snapshot %d does not read: %v", fault.Err, s.SnapshotID, err)
+			}
+		}
+	}
+}

@@ -111,11 +111,10 @@ func orphanFiles(t *testing.T, tbl *table.Table) map[string][]string {
 		}
 		for _, m := range mfs {
 			ref[strip(m.FilePath())] = true
-			entries, err := m.FetchEntries(fsys, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, en := range entries {
+			for en, err := range m.Entries(fsys, false) {
+				if err != nil {
+					t.Fatal(err)
+				}
 				ref[strip(en.DataFile().FilePath())] = true
 			}
 		}

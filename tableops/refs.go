@@ -26,6 +26,26 @@ type RefOutcome struct {
 	AnswerLost bool
 }
 
+// checked wraps an Updates so that the errors it returns (the change
+// cannot be made on the table as it is) are reported as they are, without
+// the operation's prefix commit errors get.
+type checked struct{ err error }
+
+func (c *checked) wrap(f commit.Updates) commit.Updates {
+	return func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		reqs, ups, err := f(tbl)
+		c.err = err
+		return reqs, ups, err
+	}
+}
+
+func (c *checked) fail(prefix string, err error) error {
+	if c.err != nil && errors.Is(err, c.err) {
+		return c.err
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
+}
+
 func refOutcome(ref string, id int64, o *commit.Outcome) *RefOutcome {
 	return &RefOutcome{Ref: ref, SnapshotID: id, Attempts: o.Attempts, CommitID: o.CommitID, AnswerLost: o.AnswerLost}
 }
@@ -52,7 +72,8 @@ func setBranch(name string, id int64) table.Update {
 func CreateBranch(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, name string, snapshot *int64) (*RefOutcome, error) {
 	tname := catalog.FormatName(ident)
 	var id int64
-	o, err := commit.RunUpdates(ctx, cat, ident, commit.Options{}, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	var c checked
+	o, err := commit.RunUpdates(ctx, cat, ident, commit.Options{}, c.wrap(func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		if _, ok := refOf(tbl, name); ok {
 			return nil, nil, fmt.Errorf("%w: table %s already has a ref named %q", ErrRefExists, tname, name)
 		}
@@ -66,9 +87,9 @@ func CreateBranch(ctx context.Context, cat *catalog.Catalog, ident table.Identif
 			return nil, nil, fmt.Errorf("table %s has no snapshot %d", tname, id)
 		}
 		return []table.Requirement{table.AssertRefSnapshotID(name, nil)}, []table.Update{setBranch(name, id)}, nil
-	})
+	}))
 	if err != nil {
-		return nil, fmt.Errorf("create branch %s of %s: %w", name, tname, err)
+		return nil, c.fail(fmt.Sprintf("create branch %s of %s", name, tname), err)
 	}
 	return refOutcome(name, id, o), nil
 }
@@ -79,16 +100,17 @@ func DropRef(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, 
 	if name == table.MainBranch {
 		return nil, fmt.Errorf("the main branch of %s cannot be dropped", tname)
 	}
-	o, err := commit.RunUpdates(ctx, cat, ident, commit.Options{}, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	var c checked
+	o, err := commit.RunUpdates(ctx, cat, ident, commit.Options{}, c.wrap(func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		ref, ok := refOf(tbl, name)
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: table %s has no branch or tag %q", ErrNoSuchRef, tname, name)
 		}
 		id := ref.SnapshotID
 		return []table.Requirement{table.AssertRefSnapshotID(name, &id)}, []table.Update{table.NewRemoveSnapshotRefUpdate(name)}, nil
-	})
+	}))
 	if err != nil {
-		return nil, fmt.Errorf("drop %s of %s: %w", name, tname, err)
+		return nil, c.fail(fmt.Sprintf("drop %s of %s", name, tname), err)
 	}
 	return refOutcome(name, 0, o), nil
 }
@@ -115,7 +137,8 @@ func SetCurrent(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	o, err := commit.RunUpdates(ctx, cat, ident, commit.Options{}, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+	var c checked
+	o, err := commit.RunUpdates(ctx, cat, ident, commit.Options{}, c.wrap(func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		if tbl.Metadata().SnapshotByID(snapshot) == nil {
 			return nil, nil, fmt.Errorf("table %s has no snapshot %d", tname, snapshot)
 		}
@@ -125,9 +148,9 @@ func SetCurrent(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 			cur = &id
 		}
 		return []table.Requirement{table.AssertRefSnapshotID(branch, cur)}, []table.Update{setBranch(branch, snapshot)}, nil
-	})
+	}))
 	if err != nil {
-		return nil, fmt.Errorf("set-current %s: %w", tname, err)
+		return nil, c.fail("set-current "+tname, err)
 	}
 	return refOutcome(branch, snapshot, o), nil
 }

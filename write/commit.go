@@ -93,22 +93,21 @@ func (r *Result) Commit(ctx context.Context, snapshotProps, props iceberg.Proper
 }
 
 // StagedFiles lists the manifest list and manifests that staging tx wrote
-// for its new snapshot on branch ("" = main): the snapshot producer writes
+// for a new snapshot on branch ("" = main): the snapshot producer writes
 // them before the commit, and nothing else references them until the
-// commit lands. It returns nil when tx made no snapshot.
-func StagedFiles(tx *table.Transaction, base *table.Snapshot, branch string) (manifestList string, manifests func() ([]string, error)) {
-	if branch == "" {
-		branch = table.MainBranch
+// commit lands. base is the table tx was created on. It returns nothing
+// when the branch head of tx is not a new snapshot (a commit without
+// snapshot, or a rollback to a snapshot base already holds: its files are
+// referenced).
+func StagedFiles(tx *table.Transaction, base *table.Table, branch string) (manifestList string, manifests func() ([]string, error)) {
+	snap := stagedSnapshot(tx, base, branch)
+	if snap == nil || snap.ManifestList == "" {
+		return "", nil
 	}
 	st, err := tx.StagedTable()
 	if err != nil {
 		return "", nil
 	}
-	head := st.Metadata().SnapshotByName(branch)
-	if head == nil || (base != nil && head.SnapshotID == base.SnapshotID) || head.ManifestList == "" {
-		return "", nil
-	}
-	snap := *head
 	return snap.ManifestList, func() ([]string, error) {
 		fs, err := st.FS(context.Background())
 		if err != nil {
@@ -128,18 +127,28 @@ func StagedFiles(tx *table.Transaction, base *table.Snapshot, branch string) (ma
 	}
 }
 
-// StagedSnapshotID returns the id of the snapshot tx makes on branch, or 0.
-func StagedSnapshotID(tx *table.Transaction, base *table.Snapshot, branch string) int64 {
+// StagedSnapshotID returns the id of the new snapshot tx makes on branch
+// (see StagedFiles), or 0.
+func StagedSnapshotID(tx *table.Transaction, base *table.Table, branch string) int64 {
+	if s := stagedSnapshot(tx, base, branch); s != nil {
+		return s.SnapshotID
+	}
+	return 0
+}
+
+// stagedSnapshot is the branch head of tx when base does not hold it.
+func stagedSnapshot(tx *table.Transaction, base *table.Table, branch string) *table.Snapshot {
 	if branch == "" {
 		branch = table.MainBranch
 	}
 	st, err := tx.StagedTable()
 	if err != nil {
-		return 0
+		return nil
 	}
 	head := st.Metadata().SnapshotByName(branch)
-	if head == nil || (base != nil && head.SnapshotID == base.SnapshotID) {
-		return 0
+	if head == nil || base == nil || base.Metadata().SnapshotByID(head.SnapshotID) != nil {
+		return nil
 	}
-	return head.SnapshotID
+	s := *head
+	return &s
 }

@@ -164,11 +164,10 @@ func unreferenced(t *testing.T, open func() *catalog.Catalog, name string) []str
 		}
 		for _, m := range mfs {
 			ref[local(m.FilePath())] = true
-			entries, err := m.FetchEntries(fsys, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
+			for e, err := range m.Entries(fsys, false) {
+				if err != nil {
+					t.Fatal(err)
+				}
 				ref[local(e.DataFile().FilePath())] = true
 			}
 		}

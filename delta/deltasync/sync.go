@@ -97,7 +97,7 @@ type Options struct {
 
 // Steps at which the test hook is called.
 const (
-	stepCreated       = "created"        // the Iceberg table exists, nothing migrated
+	stepCreated       = "created"        // the Iceberg table exists (with the migrated snapshot where one commit creates and migrates)
 	stepMigrateCommit = "migrate-commit" // migration files written, not committed
 	stepMigrated      = "migrated"       // migration committed
 	stepEvolved       = "evolved"        // schema change committed, rows of the batch not
@@ -160,8 +160,13 @@ type Batch struct {
 // the table are created when missing (schema mapped by IcebergSchema, the
 // equality columns as identifier fields, Options.PartitionBy and
 // Options.Mode), then the Delta snapshot at the start version is copied into
-// it in one commit that also sets the watermark to that version. An existing
-// table that holds rows but no watermark is refused (ErrTargetNotEmpty).
+// it in one commit that also sets the watermark to that version. On the
+// embedded and SQL catalogs the table is created by that same commit
+// (commit.Create), so no reader ever sees it empty; on other catalogs it is
+// created first, with PropSourceLocation, and a run stopped before the
+// migration leaves it empty without a watermark, which the next run fills.
+// An existing table that holds rows but no watermark is refused
+// (ErrTargetNotEmpty).
 //
 // Every run then applies the Change Data Feed after the watermark up to the
 // end bound (the latest version by default): insert → INSERT,

@@ -148,7 +148,6 @@ type calibration struct {
 	snapshots          map[string]int    // snapshots the change adds per table
 	writes, reads      int               // file operations
 	commits, loads     int               // catalog calls
-	beforeEqualsAfter  bool
 	afterSnapshotCount map[string]int
 }
 
@@ -190,10 +189,9 @@ func calibrate(t *testing.T, p path) *calibration {
 
 // fault is what a trial injects.
 type fault struct {
-	kind  string
-	cat   []*faultcat.Rule
-	fs    []*faultfs.Rule
-	label string
+	kind string
+	cat  []*faultcat.Rule
+	fs   []*faultfs.Rule
 }
 
 var lostAnswers = []error{faultcat.ErrGatewayTimeout, faultcat.ErrBadGateway, faultcat.ErrReset, faultcat.ErrEOF, faultcat.ErrTimeout}
@@ -209,9 +207,14 @@ func pickFault(rng *rand.Rand, c *calibration) fault {
 		return fault{kind: "commit-error-before-catalog", cat: []*faultcat.Rule{{Op: faultcat.OpCommit, When: faultcat.Before, Nth: nth(commits),
 			Err: anyOf(append(lostAnswers, faultcat.ErrConflict))}}}
 	case 3:
-		// The answer is lost and the catalog stays unreachable.
-		return fault{kind: "answer-lost-then-unreachable", cat: []*faultcat.Rule{
-			{Op: faultcat.OpCommit, When: faultcat.After, Nth: 1, Err: anyOf(lostAnswers)},
+		// The answer is lost (the commit reached the catalog or not) and
+		// the catalog stays unreachable.
+		when, kind := faultcat.After, "answer-lost-then-unreachable"
+		if rng.IntN(2) == 0 {
+			when, kind = faultcat.Before, "commit-error-then-unreachable"
+		}
+		return fault{kind: kind, cat: []*faultcat.Rule{
+			{Op: faultcat.OpCommit, When: when, Nth: 1, Err: anyOf(lostAnswers)},
 			{Op: faultcat.OpLoad, Nth: c.loadsBeforeFirstCommit() + 1, Count: -1},
 		}}
 	case 4:
@@ -230,14 +233,11 @@ func pickFault(rng *rand.Rand, c *calibration) fault {
 	}
 }
 
-// loadsBeforeFirstCommit is a conservative count: the unreachable rule
-// starts after the loads a clean run makes before committing (at least
-// one, the attempt's own).
+// loadsBeforeFirstCommit estimates the loads a clean run makes before its
+// first commit: all of them for a run with one commit (a successful commit
+// needs no reload), else all but one per later commit.
 func (c *calibration) loadsBeforeFirstCommit() int {
-	if c.commits == 0 {
-		return c.loads
-	}
-	return max(1, c.loads-c.commits)
+	return max(1, c.loads-max(c.commits-1, 0))
 }
 
 // trial runs p once under f, checks the invariants and the rerun, and
@@ -390,11 +390,10 @@ func checkFiles(t *testing.T, e *env, p path, desc string) int {
 			}
 			for _, m := range mfs {
 				need(m.FilePath())
-				entries, err := m.FetchEntries(fsys, false)
-				if err != nil {
-					t.Fatalf("%s: %s manifest %s: %v", desc, name, m.FilePath(), err)
-				}
-				for _, en := range entries {
+				for en, err := range m.Entries(fsys, false) {
+					if err != nil {
+						t.Fatalf("%s: %s manifest %s: %v", desc, name, m.FilePath(), err)
+					}
 					if en.Status() != iceberg.EntryStatusDELETED {
 						need(en.DataFile().FilePath())
 					} else {
