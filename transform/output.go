@@ -132,8 +132,7 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
-	o.record(res.Committed, res.SnapshotID, res.Result)
-	o.result.Attempts = res.Attempts
+	o.record(res, res.Result)
 	return nil
 }
 
@@ -165,12 +164,14 @@ func (o *Output) createWith(ctx context.Context, schema *arrow.Schema, prepare c
 	}
 	o.tbl = res.Table
 	o.b.log.Info("created output table with its first rows", "output", o.spec.Table)
-	o.record(res.Committed, res.SnapshotID, res.Result)
+	o.record(res, res.Result)
 	return true, nil
 }
 
-func (o *Output) record(committed bool, snapshot int64, r *write.Result) {
-	o.result.Committed, o.result.SnapshotID = committed, snapshot
+// record notes what a commit did: its outcome and the change r it
+// committed (nil for a commit of properties only).
+func (o *Output) record(out *commit.Outcome, r *write.Result) {
+	o.result.Committed, o.result.SnapshotID, o.result.Attempts = out.Committed, out.SnapshotID, out.Attempts
 	if r != nil {
 		o.result.RowsAdded, o.result.RowsRemoved = r.RowsAdded, r.RowsRemoved
 	}
@@ -293,8 +294,7 @@ func (o *Output) finish(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
-	o.record(res.Committed, res.SnapshotID, nil)
-	o.result.Attempts = res.Attempts
+	o.record(res, nil)
 	return nil
 }
 
