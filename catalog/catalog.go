@@ -64,6 +64,7 @@ type Catalog struct {
 	kind      string
 	warehouse string // absolute folder for the embedded catalog, else ""
 	db        *sql.DB
+	dbFile    string // the SQLite file of the embedded or a sql catalog, else ""
 	props     iceberg.Properties
 }
 
