@@ -85,6 +85,9 @@ type Options struct {
 	// empty and replaces its rows with the result, in one commit: a full
 	// rebuild through the same statement.
 	ReplaceTarget bool
+	// NonIdentifierKey (Apply only) allows key columns that are not the
+	// table's identifier fields (see WithNonIdentifierKey).
+	NonIdentifierKey bool
 }
 
 // Option sets an Option field.
@@ -403,6 +406,10 @@ func collect(ctx context.Context, tbl *table.Table, src *arrow.Schema, changes i
 		}
 		cs.keyCols = append(cs.keyCols, idx[0])
 		cs.keyNames = append(cs.keyNames, target.Field(idx[0]).Name)
+	}
+	if err := checkKeyIdentifier(tbl, cs.keyNames, o); err != nil {
+		cs.release()
+		return nil, err
 	}
 	cs.typeCol = cs.schema.FieldIndices(o.ChangeTypeColumn)[0]
 	if o.SequenceColumn != "" {

@@ -81,6 +81,9 @@ type TransformConfig struct {
 	SemanticVersion int               `yaml:"semantic_version" doc:"Bump it when the logic changed and the destination must be rebuilt in full on the next build." for:"sync,filter,merge" example:"2"`
 	Properties      map[string]string `yaml:"properties" doc:"Table properties the destination is created with." example:"{write.delete.mode: merge-on-read}"`
 
+	// Keys that are not the destination's identifier (issue 12).
+	AllowNonIdentifierKey bool `yaml:"allow_non_identifier_key" doc:"Let key differ from the identifier fields of an existing destination (refused otherwise: upserting by another column can give several rows one identifier value). The key must still be unique in the source." for:"sync" example:"true"`
+
 	// Line is the line of the transform in its file (0 when unknown).
 	Line int `yaml:"-"`
 	line map[string]int
