@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -108,9 +109,17 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML renders the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// MaxFileSize is the largest pipeline file Load and Parse accept, in bytes.
+const MaxFileSize = 1 << 20
+
 // Load reads and validates a pipeline file.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPipeline, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPipeline, err)
 	}
@@ -124,6 +133,10 @@ func Load(path string) (*File, error) {
 func Parse(path string, data []byte) (*File, error) {
 	f := &File{Path: path, line: map[string]int{}}
 	p := &parser{file: path, bad: map[string]bool{}}
+	if len(data) > MaxFileSize {
+		p.add(p.errorf(0, "", "", "larger than %d bytes, the limit for pipeline files", MaxFileSize))
+		return nil, p.err()
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
