@@ -118,7 +118,11 @@ func appendRandom(r *rand.Rand, b array.Builder, dt arrow.DataType, nullable boo
 	case *arrow.BooleanType:
 		b.(*array.BooleanBuilder).Append(r.IntN(2) == 0)
 	case *arrow.Int32Type:
-		b.(*array.Int32Builder).Append(int32(r.Uint32()))
+		v := int32(r.Uint32())
+		if r.IntN(4) == 0 {
+			v = []int32{math.MinInt32, math.MaxInt32, 0, -1}[r.IntN(4)]
+		}
+		b.(*array.Int32Builder).Append(v)
 	case *arrow.Int64Type:
 		v := int64(r.Uint64())
 		if r.IntN(4) == 0 {
@@ -130,7 +134,15 @@ func appendRandom(r *rand.Rand, b array.Builder, dt arrow.DataType, nullable boo
 	case *arrow.Float64Type:
 		b.(*array.Float64Builder).Append(randomFloat(r))
 	case *arrow.Decimal128Type:
-		b.(*array.Decimal128Builder).Append(randomDecimal(r, t.Precision))
+		v := randomDecimal(r, t.Precision)
+		if r.IntN(4) == 0 { // the largest and smallest values of the precision
+			m, _ := new(big.Int).SetString(strings.Repeat("9", int(t.Precision)), 10)
+			if r.IntN(2) == 0 {
+				m.Neg(m)
+			}
+			v = decimal128.FromBigInt(m)
+		}
+		b.(*array.Decimal128Builder).Append(v)
 	case *arrow.Date32Type:
 		v := minDay + r.Int64N(maxDay-minDay+1)
 		switch r.IntN(4) {
