@@ -174,9 +174,11 @@ func ChangeColumns(target *arrow.Schema, changeType, sequence string) []arrow.Fi
 	if changeType == "" {
 		changeType = "_change_type"
 	}
-	out := []arrow.Field{{Name: changeType, Type: arrow.BinaryTypes.String, Nullable: true}}
+	// NB: required, so that a reader reports a file without them as
+	// missing the column, and a NULL with its line.
+	out := []arrow.Field{{Name: changeType, Type: arrow.BinaryTypes.String}}
 	if sequence != "" && len(target.FieldIndices(sequence)) == 0 {
-		out = append(out, arrow.Field{Name: sequence, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+		out = append(out, arrow.Field{Name: sequence, Type: arrow.PrimitiveTypes.Int64})
 	}
 	for _, m := range []arrow.Field{
 		{Name: "_change_ordinal", Type: arrow.PrimitiveTypes.Int32, Nullable: true},

@@ -54,3 +54,24 @@ func TestHostileExpressions(t *testing.T) {
 		t.Errorf("floe run nots.yaml: %.600s", out)
 	}
 }
+
+// TestInvalidUTF8Names: table and namespace names that are not valid UTF-8
+// are refused (issue 12, item 10), and nothing is created.
+func TestInvalidUTF8Names(t *testing.T) {
+	work := t.TempDir()
+	runFloe(t, work, []string{"namespace", "create", "s"})
+	for _, args := range [][]string{
+		{"table", "create", "s.bad\xff", "--schema", "id long"},
+		{"namespace", "create", "n\xc3"},
+		{"table", "create", "s.a\nb", "--schema", "id long"},
+	} {
+		out := runFloe(t, work, args)
+		if !strings.HasPrefix(out, "exit 2") || !strings.Contains(out, "invalid name") {
+			t.Errorf("floe %q: want a usage error, got\n%s", args, out)
+		}
+	}
+	out := runFloe(t, work, []string{"table", "list", "s"})
+	if strings.Contains(out, "bad") {
+		t.Errorf("a table was created:\n%s", out)
+	}
+}
