@@ -250,11 +250,10 @@ func referencedFiles(tbl *table.Table, fsys iceio.IO, resolve func(string) strin
 			}
 			seen[m.FilePath()] = true
 			add(m.FilePath())
-			entries, err := m.FetchEntries(fsys, false)
-			if err != nil {
-				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-			}
-			for _, e := range entries {
+			for e, err := range m.Entries(fsys, false) {
+				if err != nil {
+					return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+				}
 				add(e.DataFile().FilePath())
 			}
 		}
