@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -197,6 +198,8 @@ func (in *Input) checkKeysAtHead(ks *arrow.Schema, recs []arrow.RecordBatch, ups
 		names[i] = f.Name
 	}
 	var prune iceberg.BooleanExpression = merge.KeyFilter(in.tbl.Schema(), recs, all, names)
+	// Only the key columns (and the filter's) are read.
+	opts.Columns = append([]string(nil), names...)
 	if in.filter != "" {
 		e, err := expr.Parse(in.filter)
 		if err != nil {
@@ -205,7 +208,16 @@ func (in *Input) checkKeysAtHead(ks *arrow.Schema, recs []arrow.RecordBatch, ups
 		if ib, _, err := expr.ToIceberg(e, in.tbl.Schema()); err == nil {
 			prune = iceberg.NewAnd(prune, ib)
 		}
-		sch, _, err := scanSchema(in.tbl)
+		for _, c := range expr.Columns(e) {
+			if !slices.Contains(opts.Columns, c.Parts[0]) {
+				opts.Columns = append(opts.Columns, c.Parts[0])
+			}
+		}
+		isc, err := scan.SelectColumns(in.tbl.Schema(), opts.Columns)
+		if err != nil {
+			return fmt.Errorf("input %s filter: %w", in.spec.Name, err)
+		}
+		sch, err := table.SchemaToArrowSchema(isc, nil, true, false)
 		if err != nil {
 			return err
 		}
