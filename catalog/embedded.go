@@ -121,8 +121,10 @@ func (c *Catalog) Register(ctx context.Context, ident table.Identifier, metadata
 	}
 	// Refuse a location that holds the warehouse, the catalog file or
 	// another table: maintenance of this table (remove-orphans) would
-	// reach their files.
-	others, err := c.TableLocations(ctx)
+	// reach their files. A table that cannot be loaded has no known
+	// location and is left out here; remove-orphans, which deletes,
+	// refuses to run while any table cannot be loaded.
+	others, err := c.tableLocations(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("register %s: check the locations of the catalog's tables: %w", name, err)
 	}

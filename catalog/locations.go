@@ -97,6 +97,12 @@ func (c *Catalog) Resolver(ctx context.Context, ident table.Identifier) (func(st
 // ones too) with its normalized location. A table that cannot be loaded is
 // an error naming it: its files could be anywhere.
 func (c *Catalog) TableLocations(ctx context.Context) ([]TableLocation, error) {
+	return c.tableLocations(ctx, false)
+}
+
+// tableLocations lists the tables' locations; with skipBroken, tables that
+// cannot be loaded are left out instead of failing.
+func (c *Catalog) tableLocations(ctx context.Context, skipBroken bool) ([]TableLocation, error) {
 	var out []TableLocation
 	var walk func(parent table.Identifier) error
 	walk = func(parent table.Identifier) error {
@@ -114,6 +120,9 @@ func (c *Catalog) TableLocations(ctx context.Context) ([]TableLocation, error) {
 				}
 				tbl, err := c.Load(ctx, id)
 				if err != nil {
+					if skipBroken {
+						continue
+					}
 					return fmt.Errorf("table %s: %w", FormatName(id), err)
 				}
 				loc, err := c.Location(ctx, id, tbl)
