@@ -65,6 +65,7 @@ type Catalog struct {
 	kind      string
 	warehouse string // absolute folder for the embedded catalog, else ""
 	db        *sql.DB
+	dbFile    string // the SQLite file of the embedded or a sql catalog, else ""
 	props     iceberg.Properties
 	// configFile is the configuration file of a named catalog, or the one
 	// Options named for the embedded catalog (storage profiles live there).
@@ -147,8 +148,7 @@ func (c *Catalog) explainMissing(ctx context.Context, ident table.Identifier, er
 	if errors.Is(err, icecat.ErrNoSuchNamespace) || errors.Is(err, icecat.ErrNoSuchTable) {
 		ns := ident[:len(ident)-1]
 		if ok, nerr := c.ice.CheckNamespaceExists(ctx, ns); nerr == nil && !ok {
-			return fmt.Errorf("%w: namespace %s (table %s); create it with `floe namespace create %s`",
-				ErrNoSuchNamespace, FormatName(ns), name, FormatName(ns))
+			return fmt.Errorf("%w: %s", ErrNoSuchNamespace, MissingNamespace(ident, "table"))
 		}
 		return fmt.Errorf("%w: %s in catalog %q", ErrNoSuchTable, name, c.name)
 	}

@@ -185,5 +185,8 @@ func (c *Catalog) openSQL(ctx context.Context, props iceberg.Properties) error {
 		return err
 	}
 	c.ice, c.db = cat, db
+	if abs, err := filepath.Abs(path); err == nil {
+		c.dbFile = abs
+	}
 	return c.ensurePathRootTable(ctx)
 }

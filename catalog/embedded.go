@@ -67,7 +67,7 @@ func openEmbedded(ctx context.Context, warehouse string) (*Catalog, error) {
 		db.Close()
 		return nil, fmt.Errorf("open embedded catalog %s: %w", dbPath, err)
 	}
-	c := &Catalog{ice: cat, name: EmbeddedName, kind: "embedded", warehouse: dir, db: db, props: props}
+	c := &Catalog{ice: cat, name: EmbeddedName, kind: "embedded", warehouse: dir, db: db, dbFile: dbPath, props: props}
 	if err := c.ensurePathRootTable(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -119,7 +119,18 @@ func (c *Catalog) Register(ctx context.Context, ident table.Identifier, metadata
 	if err != nil {
 		return nil, fmt.Errorf("register %s: read metadata %s: %w", name, metadataFile, err)
 	}
-	_ = probe
+	// Refuse a location that holds the warehouse, the catalog file or
+	// another table: maintenance of this table (remove-orphans) would
+	// reach their files. A table that cannot be loaded has no known
+	// location and is left out here; remove-orphans, which deletes,
+	// refuses to run while any table cannot be loaded.
+	others, err := c.tableLocations(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("register %s: check the locations of the catalog's tables: %w", name, err)
+	}
+	if err := c.CheckLocation(ident, NormalizeLocation(probe.Location(), pathRoot), others); err != nil {
+		return nil, fmt.Errorf("register %s: %w", name, err)
+	}
 	type registrar interface {
 		RegisterTable(context.Context, table.Identifier, string) (*table.Table, error)
 	}

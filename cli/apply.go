@@ -20,6 +20,7 @@ func applyCommand(a *app) *cobra.Command {
 	var (
 		changes, keys, seq, deleteMode, branch, changeType string
 		props                                              []string
+		allowKey                                           bool
 	)
 	c := &cobra.Command{
 		Use:   "apply NS.T --changes FILE --key COL[,COL...]",
@@ -34,7 +35,11 @@ UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT), so raw CDC events apply correct
 Rows are removed copy-on-write or merge-on-read as the table's write.merge.mode says;
 --delete-mode position forces position deletes (deletion vectors on v3), --delete-mode
 equality writes equality deletes without reading the table's rows. --property k=v
-sets table properties (watermarks) in the same commit.`,
+sets table properties (watermarks) in the same commit.
+
+On a table with identifier fields, --key must be them: applying by another column can
+give several rows one identifier value, so it is refused unless
+--allow-non-identifier-key is given.`,
 		Example: `  floe changelog shop.orders --per-key latest --start-snapshot-id 305 --output changes.parquet
   floe apply shop.orders_copy --changes changes.parquet --key id --property watermark.source-snapshot-id=912
   floe apply shop.orders --changes cdc.jsonl --key id --sequence-column seq --delete-mode equality`,
@@ -80,6 +85,9 @@ sets table properties (watermarks) in the same commit.`,
 			if changeType != "" {
 				opts = append(opts, merge.WithChangeTypeColumn(changeType))
 			}
+			if allowKey {
+				opts = append(opts, merge.WithNonIdentifierKey())
+			}
 			if len(p) > 0 {
 				opts = append(opts, merge.WithCommitProperties(p), merge.WithCommitEmpty())
 			}
@@ -95,7 +103,8 @@ sets table properties (watermarks) in the same commit.`,
 	}
 	f := c.Flags()
 	f.StringVar(&changes, "changes", "", "file of change rows: Parquet, CSV or JSON Lines (required)")
-	f.StringVar(&keys, "key", "", "key columns, comma-separated (required)")
+	f.StringVar(&keys, "key", "", "key columns, comma-separated: the table's identifier fields when it has some (required)")
+	f.BoolVar(&allowKey, "allow-non-identifier-key", false, "apply by a --key that is not the table's identifier (its values can then repeat)")
 	f.StringVar(&seq, "sequence-column", "", "collapse the changes of each key in this column's order")
 	f.StringVar(&changeType, "change-type-column", "", "column holding the change type (default _change_type)")
 	f.StringVar(&deleteMode, "delete-mode", "", "position or equality (default: the table's write.merge.mode)")

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
@@ -66,6 +67,12 @@ func predicate(tbl *table.Table, src string) (*tableops.Predicate, error) {
 		Iceberg: ib,
 		Columns: cols,
 		Match: func(ctx context.Context, rec arrow.RecordBatch) ([]bool, error) {
+			if len(cols) == 0 {
+				// A predicate reading no column ("TRUE") was compiled for no
+				// columns, but the batches hold the table's.
+				rec = array.NewRecordBatch(as, nil, rec.NumRows())
+				defer rec.Release()
+			}
 			m, err := prog.Mask(ctx, rec)
 			if err != nil {
 				return nil, err
@@ -92,8 +99,16 @@ func assignments(tbl *table.Table, src string) (tableops.Assign, error) {
 		return nil, err
 	}
 	progs := make([]*expr.Program, full.NumFields())
+	ids := map[string]bool{}
+	for _, n := range merge.IdentifierNames(tbl) {
+		ids[n] = true
+	}
 	for _, a := range as {
 		name := a.Column.Name()
+		if ref, ok := a.Value.(*expr.ColumnRef); ids[name] && !(ok && ref.Name() == name) {
+			return nil, usagef("bad --set: %s is an identifier field of %s: updating it could give several rows one identifier value, so floe refuses; delete the rows and append them with their new identifiers instead",
+				name, scan.FormatIdent(tbl.Identifier()))
+		}
 		idx := -1
 		for i, f := range full.Fields() {
 			if f.Name == name {

@@ -17,7 +17,7 @@ func init() { extraCommands = append(extraCommands, syncCommand) }
 
 func syncCommand(a *app) *cobra.Command {
 	var keys, filter, columns, branch string
-	var full bool
+	var full, allowKey bool
 	var props []string
 	c := &cobra.Command{
 		Use:   "sync SRC DST --key COL[,COL...] [--filter EXPR] [--columns a,b]",
@@ -42,7 +42,8 @@ printed.`,
 			if err != nil {
 				return err
 			}
-			spec := pipeline.SyncSpec{Src: args[0], Dst: args[1], Keys: splitList(keys), Filter: filter, Branch: branch, Properties: p}
+			spec := pipeline.SyncSpec{Src: args[0], Dst: args[1], Keys: splitList(keys), Filter: filter, Branch: branch, Properties: p,
+				AllowNonIdentifierKey: allowKey}
 			if columns != "" {
 				spec.Columns = splitList(columns)
 			}
@@ -63,11 +64,12 @@ printed.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&keys, "key", "", "key columns, unique in the source (required)")
+	f.StringVar(&keys, "key", "", "key columns, unique in the source (checked: a duplicate fails the build, nothing committed) (required)")
 	f.StringVar(&filter, "filter", "", "SQL predicate the rows of DST match")
 	f.StringVar(&columns, "columns", "", "columns of DST, comma-separated (must include the keys; default all)")
 	f.StringVar(&branch, "branch", "", "read the source from this branch")
 	f.BoolVar(&full, "full", false, "rebuild DST from the source's current state")
+	f.BoolVar(&allowKey, "allow-non-identifier-key", false, "let --key differ from the identifier fields of an existing DST (the key must still be unique in the source)")
 	f.StringArrayVar(&props, "property", nil, "table property k=v for DST when it is created (repeatable)")
 	return c
 }

@@ -23,15 +23,16 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s at position %d of %q: %s", ErrSyntax, e.Pos, e.Input, e.Msg)
+	return fmt.Sprintf("%s at position %d of %s: %s", ErrSyntax, e.Pos, shown(e.Input, e.Pos), e.Msg)
 }
 
 // Unwrap lets errors.Is(err, ErrSyntax) succeed.
 func (e *Error) Unwrap() error { return ErrSyntax }
 
 type lexer struct {
-	src string
-	pos int
+	src   string
+	pos   int
+	depth int // nested types open (MaxTypeDepth)
 }
 
 func (l *lexer) errf(format string, args ...any) error {

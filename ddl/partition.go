@@ -44,6 +44,9 @@ type PartitionField struct {
 // ParsePartitionFields parses a partition list into fields (see
 // ParsePartitionSpec), checking each transform against its source type.
 func ParsePartitionFields(src string, sc *iceberg.Schema) ([]PartitionField, error) {
+	if err := checkLength(src); err != nil {
+		return nil, err
+	}
 	l := &lexer{src: src}
 	var out []PartitionField
 	names := map[string]bool{}

@@ -22,6 +22,9 @@ import (
 // struct<name: T, ...>. A column is optional unless followed by
 // "not null" (or "required").
 func ParseSchema(src string, identifier []string) (*iceberg.Schema, error) {
+	if err := checkLength(src); err != nil {
+		return nil, err
+	}
 	l := &lexer{src: src}
 	var fields []iceberg.NestedField
 	seen := map[string]bool{}
@@ -171,6 +174,9 @@ func quoted(l *lexer) (string, error) {
 // ParseType parses a single type name such as "decimal(10,2)" or
 // "map<string, list<int>>". Nested field IDs are placeholders.
 func ParseType(src string) (iceberg.Type, error) {
+	if err := checkLength(src); err != nil {
+		return nil, err
+	}
 	l := &lexer{src: src}
 	next := 1
 	t, err := parseType(l, &next)
@@ -261,6 +267,10 @@ func parseType(l *lexer, next *int) (iceberg.Type, error) {
 		if err := l.expect('<'); err != nil {
 			return nil, err
 		}
+		if err := l.nest(); err != nil {
+			return nil, err
+		}
+		defer func() { l.depth-- }()
 		id := *next
 		*next++
 		elem, err := parseType(l, next)
@@ -282,6 +292,10 @@ func parseType(l *lexer, next *int) (iceberg.Type, error) {
 		if err := l.expect('<'); err != nil {
 			return nil, err
 		}
+		if err := l.nest(); err != nil {
+			return nil, err
+		}
+		defer func() { l.depth-- }()
 		kid, vid := *next, *next+1
 		*next += 2
 		k, err := parseType(l, next)
@@ -310,6 +324,10 @@ func parseType(l *lexer, next *int) (iceberg.Type, error) {
 		if err := l.expect('<'); err != nil {
 			return nil, err
 		}
+		if err := l.nest(); err != nil {
+			return nil, err
+		}
+		defer func() { l.depth-- }()
 		var fields []iceberg.NestedField
 		for {
 			f, err := parseField(l, next, true)

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/floedata/floe/internal/pqcheck"
 )
 
 // readCheckpoint calls fn for the actions of a checkpoint: its files (all
@@ -65,7 +67,14 @@ func (t *Table) readCheckpoint(ctx context.Context, cp *checkpoint, filesToo boo
 // checkpoint or sidecar and calls fn for each non-null action. Parsed copies
 // of stats and partition values (stats_parsed, partitionValues_parsed) are
 // not read.
-func (t *Table) readParquetActions(ctx context.Context, location, what string, columns []string, fn func(a *action) error) error {
+func (t *Table) readParquetActions(ctx context.Context, location, what string, columns []string, fn func(a *action) error) (err error) {
+	defer func() {
+		// NB: arrow-go's Parquet decoder can panic on a damaged file (a nil
+		// page header, seen by FuzzCheckpoint): report it as damage.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s %s is damaged: the Parquet decoder failed: %v", ErrCorruptLog, what, location, p)
+		}
+	}()
 	f, err := t.openFile(ctx, location, what+" "+location+" of table "+t.root.String())
 	if err != nil {
 		return err
@@ -76,6 +85,9 @@ func (t *Table) readParquetActions(ctx context.Context, location, what string, c
 		return fmt.Errorf("%w: %s %s is not a readable Parquet file: %v", ErrCorruptLog, what, location, err)
 	}
 	defer pf.Close()
+	if err := pqcheck.Check(pf); err != nil {
+		return fmt.Errorf("%w: %s %s is damaged: %v", ErrCorruptLog, what, location, err)
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, t.mem)
 	if err != nil {
 		return fmt.Errorf("%w: %s %s: %v", ErrCorruptLog, what, location, err)

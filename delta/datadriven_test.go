@@ -27,6 +27,9 @@ import (
 // for the shared fixtures (testdata/upstream_*, each cited in the file).
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(filepath.ToSlash(path), "/fuzz/") {
+			return // fuzz corpora (fuzz_test.go)
+		}
 		if strings.HasPrefix(filepath.Base(path), "upstream") {
 			testdir.Shared(t, "delta") // skips when the fixtures are absent
 		}

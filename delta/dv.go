@@ -120,8 +120,18 @@ func parseDVBitmap(data []byte) (*roaring64.Bitmap, error) {
 	if m := binary.LittleEndian.Uint32(data); m != dvMagicPortable {
 		return nil, fmt.Errorf("magic number %d, want %d (portable Roaring64)", m, dvMagicPortable)
 	}
+	// NB: the Roaring64 reader allocates for the bucket count it reads
+	// before reading the buckets: a damaged count asked for 32 GiB. Each
+	// bucket takes at least 12 bytes (a key, a 32-bit bitmap's cookie and
+	// size), which bounds a valid count.
+	if len(data) < 12 {
+		return nil, fmt.Errorf("%d bytes are too short for a Roaring64 bitmap", len(data))
+	}
+	if buckets := binary.LittleEndian.Uint64(data[4:12]); buckets > uint64(len(data)-12)/12 {
+		return nil, fmt.Errorf("bad Roaring64 bitmap: %d buckets cannot fit in %d bytes", buckets, len(data))
+	}
 	bm := roaring64.New()
-	n, err := bm.ReadFrom(bytes.NewReader(data[4:]))
+	n, err := readRoaring(bm, data[4:])
 	if err != nil {
 		return nil, fmt.Errorf("bad Roaring64 bitmap: %v", err)
 	}
@@ -129,6 +139,17 @@ func parseDVBitmap(data []byte) (*roaring64.Bitmap, error) {
 		return nil, fmt.Errorf("bitmap of %d bytes followed by %d unexpected bytes", n, int64(len(data)-4)-n)
 	}
 	return bm, nil
+}
+
+// readRoaring reads a portable Roaring64 bitmap, turning a panic of the
+// decoder on damaged input into an error.
+func readRoaring(bm *roaring64.Bitmap, data []byte) (n int64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, err = 0, fmt.Errorf("damaged bitmap (%v)", r)
+		}
+	}()
+	return bm.ReadFrom(bytes.NewReader(data))
 }
 
 // EncodeDeletionVector serializes row indexes as the bytes Delta stores for a

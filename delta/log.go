@@ -86,6 +86,19 @@ func (l *logListing) lastGap() int64 {
 // after the newest checkpoint.
 func (l *logListing) gapError(root tableRoot) error {
 	gap := l.lastGap()
+	// An incomplete checkpoint that would have covered the gap is the
+	// likelier culprit: say so first.
+	var notes []string
+	for v, msg := range l.incomplete {
+		if v >= gap {
+			notes = append(notes, msg)
+		}
+	}
+	if len(notes) > 0 {
+		sort.Strings(notes)
+		return fmt.Errorf("%w: table %s: %s, so no version up to the latest (%d) can be rebuilt (the commit file %s of version %d, which the checkpoint would replace, is gone too)",
+			ErrVersionNotFound, root, strings.Join(notes, "; "), l.latest(), commitName(gap), gap)
+	}
 	return fmt.Errorf("%w: table %s: commit file %s of version %d is missing and no checkpoint at or after it covers the gap, so no version up to the latest (%d) can be rebuilt",
 		ErrVersionNotFound, root, commitName(gap), gap, l.latest())
 }
@@ -153,7 +166,7 @@ func (t *Table) segment(l *logListing, version int64) (*logSegment, error) {
 	for v := from; v <= version; v++ {
 		fi, ok := l.commits[v]
 		if !ok {
-			return nil, fmt.Errorf("%w: version %d of table %s: commit file %s is missing", ErrVersionNotFound, version, t.root, commitName(v))
+			return nil, fmt.Errorf("%w: version %d of table %s: commit file %s is missing%s", ErrVersionNotFound, version, t.root, commitName(v), l.incompleteNote(version))
 		}
 		seg.commits = append(seg.commits, fi)
 		seg.versions = append(seg.versions, v)
@@ -227,7 +240,17 @@ func (t *Table) listLog(ctx context.Context) (*logListing, error) {
 	}
 	for k, parts := range multi {
 		if len(parts) != k.parts {
-			l.incomplete[k.version] = fmt.Sprintf("multi-part checkpoint %d has %d of %d parts", k.version, len(parts), k.parts)
+			var missing []string
+			for p := 1; p <= k.parts; p++ {
+				if _, ok := parts[p]; !ok {
+					missing = append(missing, fmt.Sprintf("%020d.checkpoint.%010d.%010d.parquet", k.version, p, k.parts))
+				}
+			}
+			if len(missing) > 3 {
+				missing = append(missing[:3], fmt.Sprintf("and %d more", len(missing)-3))
+			}
+			l.incomplete[k.version] = fmt.Sprintf("multi-part checkpoint %d has %d of %d parts, missing %s",
+				k.version, len(parts), k.parts, strings.Join(missing, ", "))
 			continue
 		}
 		cp := checkpoint{version: k.version, kind: checkpointMultiPart}

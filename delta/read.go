@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/floedata/floe/internal/pqcheck"
 )
 
 // Names of the change data columns Changes appends.
@@ -199,7 +201,14 @@ func (t *Table) loadSelection(ctx context.Context, task *readTask) (sel *rowSele
 
 // readFile reads one task and calls yield for each non-empty batch, which
 // yield then owns. It returns false when yield asked to stop.
-func (t *Table) readFile(ctx context.Context, spec *readSpec, task *readTask, cache *constCache, yield func(arrow.RecordBatch) bool) (bool, error) {
+func (t *Table) readFile(ctx context.Context, spec *readSpec, task *readTask, cache *constCache, yield func(arrow.RecordBatch) bool) (cont bool, err error) {
+	defer func() {
+		// NB: arrow-go's Parquet decoder can panic on a damaged file:
+		// report it as damage (see readParquetActions).
+		if p := recover(); p != nil {
+			cont, err = true, fmt.Errorf("%w: %s is damaged: the Parquet decoder failed: %v", ErrCorruptDataFile, task.what, p)
+		}
+	}()
 	sel, skip, err := t.loadSelection(ctx, task)
 	if err != nil || skip {
 		return true, err
@@ -218,6 +227,9 @@ func (t *Table) readFile(ctx context.Context, spec *readSpec, task *readTask, ca
 		return true, fmt.Errorf("%w: %s: not a readable Parquet file: %v", ErrCorruptDataFile, task.what, err)
 	}
 	defer pf.Close()
+	if err := pqcheck.Check(pf); err != nil {
+		return true, fmt.Errorf("%w: %s is damaged: %v", ErrCorruptDataFile, task.what, err)
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(t.batchSize)}, t.mem)
 	if err != nil {
 		return true, fmt.Errorf("%w: %s: %v", ErrCorruptDataFile, task.what, err)

@@ -156,7 +156,7 @@ func (b *binder) bindNode(e Expr) (node, error) {
 // Constant sub-trees that fail (1/0) are left for Eval, which reports them
 // with a row number.
 func (b *binder) fold(n node) node {
-	if _, ok := n.(*constNode); ok || !constTree(n) {
+	if _, ok := n.(*constNode); ok || !constKids(n) {
 		return n
 	}
 	ec := &evalCtx{ctx: compute.WithAllocator(context.Background(), b.opts.mem), mem: b.opts.mem, n: 1}
@@ -168,15 +168,17 @@ func (b *binder) fold(n node) node {
 	return &constNode{dt: n.dataType(), val: getter(arr)(0)}
 }
 
-func constTree(n node) bool {
+// constKids reports whether every child of n is a constant: n is folded
+// bottom-up, so a constant sub-tree that can be evaluated is a constNode by
+// the time its parent is bound. NB: checking the whole sub-tree at every
+// level made binding quadratic in the depth (chains of NOT).
+func constKids(n node) bool {
 	switch n.(type) {
-	case *constNode:
-		return true
 	case *colNode:
 		return false
 	}
 	for _, k := range n.kids() {
-		if !constTree(k) {
+		if _, ok := k.(*constNode); !ok {
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,9 @@ import (
 // Regenerate expected output with: go test ./expr/ -run TestDataDriven -rewrite
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(filepath.ToSlash(path), "/fuzz/") {
+			return // fuzz corpora (fuzz_test.go)
+		}
 		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 		defer mem.AssertSize(t, 0)
 		s := &ddState{mem: mem}

@@ -50,6 +50,17 @@
 // as Spark does: NaN equals NaN and sorts above every number, -0.0 equals
 // 0.0.
 //
+// # Limits
+//
+// Input is at most MaxLength bytes (1 MiB), nests at most MaxDepth levels
+// (1,000: parentheses, function calls, CASE, CAST, IN lists, unary signs;
+// chains of AND, OR, NOT, comparisons and arithmetic are bounded by the
+// length only), holds at most MaxInValues values per IN list (100,000) and
+// names of at most MaxNameLength bytes (1,024). Input past a limit is a
+// *SyntaxError wrapping ErrLimit. Within them parsing, binding, evaluation,
+// conversion to Iceberg and rendering take time linear in the input
+// (BenchmarkChain).
+//
 // # Errors
 //
 // Errors carry positions (0-based byte offsets): *SyntaxError from the

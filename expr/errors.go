@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of them
@@ -145,12 +146,37 @@ func Caret(src string, pos int) string {
 		end += pos
 	}
 	line := strings.TrimRight(src[start:end], "\r")
+	// A long line shows a window around the position, cut at rune
+	// boundaries, with … where text is left out.
+	const window = 60
+	lead, trail := "", ""
+	if len(line) > 2*window+20 {
+		from := max(0, pos-start-window)
+		for from > 0 && !utf8.RuneStart(line[from]) {
+			from--
+		}
+		to := min(len(line), max(pos-start, 0)+window)
+		for to < len(line) && !utf8.RuneStart(line[to]) {
+			to++
+		}
+		if from > 0 {
+			lead = "…"
+		}
+		if to < len(line) {
+			trail = "…"
+		}
+		line = line[from:to]
+		start += from
+	}
 	prefix := ""
 	if strings.Contains(src, "\n") {
 		prefix = fmt.Sprintf("%d | ", strings.Count(src[:start], "\n")+1)
 	}
 	var pad strings.Builder
 	pad.WriteString(strings.Repeat(" ", len(prefix)))
+	if lead != "" {
+		pad.WriteByte(' ')
+	}
 	// NB: count runes, not bytes, so the caret sits under the character; keep
 	// tabs so terminals expand them the same way in both lines.
 	for _, r := range src[start:min(pos, start+len(line))] {
@@ -160,7 +186,7 @@ func Caret(src string, pos int) string {
 			pad.WriteByte(' ')
 		}
 	}
-	return prefix + line + "\n" + pad.String() + "^"
+	return prefix + lead + line + trail + "\n" + pad.String() + "^"
 }
 
 // FormatError renders err for a terminal: the error message, and, when err

@@ -51,12 +51,32 @@ func prec(e Expr) int {
 	return precPrimary
 }
 
-// sub renders e, in parentheses when its precedence is below min.
-func sub(e Expr, min int) string {
+// writeSub writes e to b, in parentheses when its precedence is below min.
+// NB: the String methods all write into one builder: building each node's
+// text from its children's strings made rendering quadratic in the depth.
+func writeSub(b *strings.Builder, e Expr, min int) {
 	if prec(e) < min {
-		return "(" + e.String() + ")"
+		b.WriteByte('(')
+		writeExpr(b, e)
+		b.WriteByte(')')
+		return
 	}
-	return e.String()
+	writeExpr(b, e)
+}
+
+// startsWithMinus reports whether e, rendered at precedence min, starts
+// with "-" (so that negating it must not write "--", a comment).
+func startsWithMinus(e Expr, min int) bool {
+	if prec(e) < min {
+		return false
+	}
+	switch e := e.(type) {
+	case *Literal:
+		return strings.HasPrefix(e.Text, "-")
+	case *Unary:
+		return e.Op == OpNeg
+	}
+	return false
 }
 
 func not(b bool) string {
@@ -66,99 +86,141 @@ func not(b bool) string {
 	return ""
 }
 
+func render(e Expr) string {
+	var b strings.Builder
+	writeExpr(&b, e)
+	return b.String()
+}
+
+// writeExpr writes e as SQL.
+func writeExpr(b *strings.Builder, e Expr) {
+	switch e := e.(type) {
+	case *Literal:
+		b.WriteString(e.Text)
+	case *ColumnRef:
+		for i, p := range e.Parts {
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(QuoteIdent(p))
+		}
+	case *Unary:
+		if e.Op == OpNot {
+			b.WriteString("NOT ")
+			writeSub(b, e.X, precNot)
+			return
+		}
+		if startsWithMinus(e.X, precUnary) {
+			b.WriteString("- ")
+		} else {
+			b.WriteByte('-')
+		}
+		writeSub(b, e.X, precUnary)
+	case *Binary:
+		p := binaryPrec(e.Op)
+		writeSub(b, e.L, p)
+		b.WriteString(" " + e.Op.String() + " ")
+		writeSub(b, e.R, p+1)
+	case *IsNull:
+		writeSub(b, e.X, precCmp)
+		b.WriteString(" IS " + not(e.Not) + "NULL")
+	case *IsBool:
+		v := "FALSE"
+		if e.Value {
+			v = "TRUE"
+		}
+		writeSub(b, e.X, precCmp)
+		b.WriteString(" IS " + not(e.Not) + v)
+	case *In:
+		writeSub(b, e.X, precCmp)
+		b.WriteString(" " + not(e.Not) + "IN (")
+		for i, x := range e.List {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeExpr(b, x)
+		}
+		b.WriteByte(')')
+	case *Between:
+		writeSub(b, e.X, precCmp)
+		b.WriteString(" " + not(e.Not) + "BETWEEN ")
+		writeSub(b, e.Lo, precConcat)
+		b.WriteString(" AND ")
+		writeSub(b, e.Hi, precConcat)
+	case *Like:
+		writeSub(b, e.X, precCmp)
+		b.WriteString(" " + not(e.Not) + "LIKE ")
+		writeSub(b, e.Pattern, precConcat)
+	case *Case:
+		b.WriteString("CASE")
+		if e.Operand != nil {
+			b.WriteByte(' ')
+			writeExpr(b, e.Operand)
+		}
+		for _, w := range e.Whens {
+			b.WriteString(" WHEN ")
+			writeExpr(b, w.Cond)
+			b.WriteString(" THEN ")
+			writeExpr(b, w.Result)
+		}
+		if e.Else != nil {
+			b.WriteString(" ELSE ")
+			writeExpr(b, e.Else)
+		}
+		b.WriteString(" END")
+	case *Cast:
+		b.WriteString("CAST(")
+		writeExpr(b, e.X)
+		b.WriteString(" AS " + TypeSQL(e.To) + ")")
+	case *Call:
+		b.WriteString(e.Name + "(")
+		for i, a := range e.Args {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeExpr(b, a)
+		}
+		b.WriteByte(')')
+	default:
+		b.WriteString(e.String())
+	}
+}
+
 // String implements Expr.
 func (e *Literal) String() string { return e.Text }
 
 // String implements Expr.
-func (e *ColumnRef) String() string {
-	parts := make([]string, len(e.Parts))
-	for i, p := range e.Parts {
-		parts[i] = QuoteIdent(p)
-	}
-	return strings.Join(parts, ".")
-}
+func (e *ColumnRef) String() string { return render(e) }
 
 // String implements Expr.
-func (e *Unary) String() string {
-	if e.Op == OpNot {
-		return "NOT " + sub(e.X, precNot)
-	}
-	s := sub(e.X, precUnary)
-	if strings.HasPrefix(s, "-") {
-		return "- " + s
-	}
-	return "-" + s
-}
+func (e *Unary) String() string { return render(e) }
 
 // String implements Expr.
-func (e *Binary) String() string {
-	p := binaryPrec(e.Op)
-	return sub(e.L, p) + " " + e.Op.String() + " " + sub(e.R, p+1)
-}
+func (e *Binary) String() string { return render(e) }
 
 // String implements Expr.
-func (e *IsNull) String() string {
-	return sub(e.X, precCmp) + " IS " + not(e.Not) + "NULL"
-}
+func (e *IsNull) String() string { return render(e) }
 
 // String implements Expr.
-func (e *IsBool) String() string {
-	v := "FALSE"
-	if e.Value {
-		v = "TRUE"
-	}
-	return sub(e.X, precCmp) + " IS " + not(e.Not) + v
-}
+func (e *IsBool) String() string { return render(e) }
 
 // String implements Expr.
-func (e *In) String() string {
-	items := make([]string, len(e.List))
-	for i, x := range e.List {
-		items[i] = x.String()
-	}
-	return sub(e.X, precCmp) + " " + not(e.Not) + "IN (" + strings.Join(items, ", ") + ")"
-}
+func (e *In) String() string { return render(e) }
 
 // String implements Expr.
-func (e *Between) String() string {
-	return sub(e.X, precCmp) + " " + not(e.Not) + "BETWEEN " + sub(e.Lo, precConcat) + " AND " + sub(e.Hi, precConcat)
-}
+func (e *Between) String() string { return render(e) }
 
 // String implements Expr.
-func (e *Like) String() string {
-	return sub(e.X, precCmp) + " " + not(e.Not) + "LIKE " + sub(e.Pattern, precConcat)
-}
+func (e *Like) String() string { return render(e) }
 
 // String implements Expr.
-func (e *Case) String() string {
-	var b strings.Builder
-	b.WriteString("CASE")
-	if e.Operand != nil {
-		b.WriteString(" " + e.Operand.String())
-	}
-	for _, w := range e.Whens {
-		b.WriteString(" WHEN " + w.Cond.String() + " THEN " + w.Result.String())
-	}
-	if e.Else != nil {
-		b.WriteString(" ELSE " + e.Else.String())
-	}
-	b.WriteString(" END")
-	return b.String()
-}
+func (e *Case) String() string { return render(e) }
 
 // String implements Expr.
-func (e *Cast) String() string {
-	return "CAST(" + e.X.String() + " AS " + TypeSQL(e.To) + ")"
-}
+func (e *Cast) String() string { return render(e) }
 
 // String implements Expr.
-func (e *Call) String() string {
-	args := make([]string, len(e.Args))
-	for i, a := range e.Args {
-		args[i] = a.String()
-	}
-	return e.Name + "(" + strings.Join(args, ", ") + ")"
-}
+func (e *Call) String() string { return render(e) }
 
 // QuoteIdent renders an identifier for SQL: as is when it is a plain
 // identifier that is not a reserved word, else in backquotes with inner

@@ -45,14 +45,21 @@ type Assignment struct {
 func (a Assignment) String() string { return a.Column.String() + " = " + a.Value.String() }
 
 type parser struct {
-	src  string
-	toks []token
-	i    int
+	src   string
+	toks  []token
+	i     int
+	depth int // nesting levels open (see MaxDepth)
 }
 
 func newParser(src string) (*parser, error) {
+	if len(src) > MaxLength {
+		return nil, limitError(MaxLength, "input longer than %d bytes (%d bytes)", MaxLength, len(src))
+	}
 	toks, err := lex(src)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkInput(src, toks); err != nil {
 		return nil, err
 	}
 	return &parser{src: src, toks: toks}, nil
@@ -200,7 +207,13 @@ func (p *parser) expected(what string) *SyntaxError {
 
 // --- expressions -------------------------------------------------------------
 
-func (p *parser) parseExpr() (Expr, error) { return p.parseOr() }
+func (p *parser) parseExpr() (Expr, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
+	return p.parseOr()
+}
 
 func (p *parser) parseOr() (Expr, error) {
 	l, err := p.parseAnd()
@@ -235,15 +248,19 @@ func (p *parser) parseAnd() (Expr, error) {
 }
 
 func (p *parser) parseNot() (Expr, error) {
-	if p.atKeyword("NOT") {
-		t := p.next()
-		x, err := p.parseNot()
-		if err != nil {
-			return nil, err
-		}
-		return &Unary{P: t.pos, Op: OpNot, X: x}, nil
+	// NB: a loop, not recursion: chains of NOT nest no level (MaxDepth).
+	var nots []int
+	for p.atKeyword("NOT") {
+		nots = append(nots, p.next().pos)
 	}
-	return p.parsePredicate()
+	x, err := p.parsePredicate()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(nots) - 1; i >= 0; i-- {
+		x = &Unary{P: nots[i], Op: OpNot, X: x}
+	}
+	return x, nil
 }
 
 var comparisonOps = map[string]BinaryOp{
@@ -301,6 +318,9 @@ func (p *parser) parsePredicate() (Expr, error) {
 			}
 			var list []Expr
 			for {
+				if len(list) == MaxInValues {
+					return nil, limitError(p.peek().pos, "IN list of more than %d values", MaxInValues)
+				}
 				x, err := p.parseExpr()
 				if err != nil {
 					return nil, err
@@ -393,6 +413,12 @@ func (p *parser) parseMultiplicative() (Expr, error) {
 }
 
 func (p *parser) parseUnary() (Expr, error) {
+	if p.atOp("-") || p.atOp("+") {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		defer p.leave()
+	}
 	switch {
 	case p.atOp("-"):
 		t := p.next()

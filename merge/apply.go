@@ -85,6 +85,9 @@ type Options struct {
 	// empty and replaces its rows with the result, in one commit: a full
 	// rebuild through the same statement.
 	ReplaceTarget bool
+	// NonIdentifierKey (Apply only) allows key columns that are not the
+	// table's identifier fields (see WithNonIdentifierKey).
+	NonIdentifierKey bool
 }
 
 // Option sets an Option field.
@@ -176,9 +179,11 @@ func ChangeColumns(target *arrow.Schema, changeType, sequence string) []arrow.Fi
 	if changeType == "" {
 		changeType = "_change_type"
 	}
-	out := []arrow.Field{{Name: changeType, Type: arrow.BinaryTypes.String, Nullable: true}}
+	// NB: required, so that a reader reports a file without them as
+	// missing the column, and a NULL with its line.
+	out := []arrow.Field{{Name: changeType, Type: arrow.BinaryTypes.String}}
 	if sequence != "" && len(target.FieldIndices(sequence)) == 0 {
-		out = append(out, arrow.Field{Name: sequence, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+		out = append(out, arrow.Field{Name: sequence, Type: arrow.PrimitiveTypes.Int64})
 	}
 	for _, m := range []arrow.Field{
 		{Name: "_change_ordinal", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
@@ -407,6 +412,10 @@ func collect(ctx context.Context, tbl *table.Table, src *arrow.Schema, changes i
 		}
 		cs.keyCols = append(cs.keyCols, idx[0])
 		cs.keyNames = append(cs.keyNames, target.Field(idx[0]).Name)
+	}
+	if err := checkKeyIdentifier(tbl, cs.keyNames, o); err != nil {
+		cs.release()
+		return nil, err
 	}
 	cs.typeCol = cs.schema.FieldIndices(o.ChangeTypeColumn)[0]
 	if o.SequenceColumn != "" {

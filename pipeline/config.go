@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,6 +87,8 @@ type TransformConfig struct {
 	// Storage settings of a delta step's source (docs/storage.md).
 	Storage          string            `yaml:"storage" doc:"Storage profile (a name under storage: in the catalog configuration file) whose settings read path; default: the catalog's own storage settings (docs/storage.md)." for:"delta" example:"lake"`
 	SourceProperties map[string]string `yaml:"source_properties" doc:"Storage settings for reading path that override single keys of the profile or the catalog's (s3.endpoint, s3.region, ...)." for:"delta" example:"{s3.region: eu-west-1}"`
+	// Keys that are not the destination's identifier (issue 12).
+	AllowNonIdentifierKey bool `yaml:"allow_non_identifier_key" doc:"Let key differ from the identifier fields of an existing destination (refused otherwise: upserting by another column can give several rows one identifier value). The key must still be unique in the source." for:"sync" example:"true"`
 
 	// Line is the line of the transform in its file (0 when unknown).
 	Line int `yaml:"-"`
@@ -147,10 +150,17 @@ func (f *Freshness) UnmarshalYAML(n *yaml.Node) error {
 	}
 	return nil
 }
+// MaxFileSize is the largest pipeline file Load and Parse accept, in bytes.
+const MaxFileSize = 1 << 20
 
 // Load reads and validates a pipeline file.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPipeline, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPipeline, err)
 	}
@@ -164,6 +174,10 @@ func Load(path string) (*File, error) {
 func Parse(path string, data []byte) (*File, error) {
 	f := &File{Path: path, line: map[string]int{}}
 	p := &parser{file: path, bad: map[string]bool{}}
+	if len(data) > MaxFileSize {
+		p.add(p.errorf(0, "", "", "larger than %d bytes, the limit for pipeline files", MaxFileSize))
+		return nil, p.err()
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")

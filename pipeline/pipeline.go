@@ -268,7 +268,7 @@ func (tc TransformConfig) step() (*Step, error) {
 		s.Sources = []string{tc.Source}
 		s.Transform, err = Sync(SyncSpec{Name: tc.Name, Src: tc.Source, Dst: tc.Destination, Keys: tc.Key,
 			Filter: tc.Filter, Columns: tc.Columns, Branch: tc.Branch, PartitionBy: tc.PartitionBy,
-			Properties: tc.Properties, SemanticVersion: tc.SemanticVersion})
+			Properties: tc.Properties, SemanticVersion: tc.SemanticVersion, AllowNonIdentifierKey: tc.AllowNonIdentifierKey})
 	case TypeFilter:
 		s.Sources = []string{tc.Source}
 		s.Transform, err = Filter(FilterSpec{Name: tc.Name, Src: tc.Source, Dst: tc.Destination, Filter: tc.Filter,

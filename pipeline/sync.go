@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/transform"
 )
 
@@ -25,6 +26,10 @@ type SyncSpec struct {
 	Properties map[string]string
 	// SemanticVersion, when bumped, rebuilds the destination in full.
 	SemanticVersion int
+	// AllowNonIdentifierKey lets Keys differ from the identifier fields of
+	// an existing destination (refused otherwise). Keys must still be
+	// unique in the source.
+	AllowNonIdentifierKey bool
 }
 
 // Sync returns the transform for spec. Its first build copies the
@@ -59,6 +64,12 @@ func Sync(spec SyncSpec) (*transform.Transform, error) {
 			src = src.Filter(spec.Filter)
 		}
 		out := ctx.Output("destination")
+		if tbl := out.Table(); tbl != nil && !spec.AllowNonIdentifierKey {
+			if ids := merge.IdentifierNames(tbl); len(ids) > 0 && !merge.SameColumns(ids, spec.Keys) {
+				return fmt.Errorf("%w: the key %s is not the identifier (%s) of %s: syncing by it can give several rows one identifier value; use --key %s, or allow it explicitly (--allow-non-identifier-key, allow_non_identifier_key: true)",
+					merge.ErrKeyNotIdentifier, strings.Join(spec.Keys, ", "), strings.Join(ids, ", "), spec.Dst, strings.Join(ids, ","))
+			}
+		}
 		if !ctx.IsIncremental() {
 			rows, err := src.Current()
 			if err != nil {
@@ -78,10 +89,14 @@ func Sync(spec SyncSpec) (*transform.Transform, error) {
 		}
 		return out.ApplyChangelog(changes, spec.Keys...)
 	}
+	outOpts := []transform.OutputOption{transform.Identifier(spec.Keys...),
+		transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)}
+	if spec.AllowNonIdentifierKey {
+		outOpts = append(outOpts, transform.AllowNonIdentifierKey())
+	}
 	return transform.New(name, compute,
 		transform.WithInputOnBranch("source", spec.Src, spec.Branch),
-		transform.WithOutput("destination", spec.Dst, transform.Identifier(spec.Keys...),
-			transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)),
+		transform.WithOutput("destination", spec.Dst, outOpts...),
 		transform.WithReadMode(transform.Changelog),
 		transform.WithSemanticVersion(version)), nil
 }

@@ -81,7 +81,10 @@
 //
 // Text forms are a stable contract: timestamptz as ISO-8601 UTC with Z
 // (2024-01-02T03:04:05.123456Z, trailing fractional zeros trimmed as
-// RFC3339Nano does), timestamp the same without Z, date 2024-01-02, time
+// RFC3339Nano does), timestamp the same without Z, date 2024-01-02, years
+// outside 0000..9999 in ISO 8601's expanded form with a sign as java.time
+// writes them (+10000-01-01, -0001-12-31; year 0 is 1 BC), which the
+// readers accept, so every value of every type reads back as written, time
 // 03:04:05.123456, decimals as text keeping their scale ("12.30"), binary
 // and fixed as standard base64, uuid canonical lower case, integers as
 // numbers, floats in the shortest form that reads back exactly with NaN,

@@ -348,19 +348,42 @@ func digitsAt(b []byte, i, n int) (int64, bool) {
 	return v, true
 }
 
+// maxYearDigits bounds the digits of an expanded year: 9 digits reach
+// far past the range of every date and timestamp type.
+const maxYearDigits = 9
+
 // parseDateAt parses YYYY-MM-DD at the start of b and returns the days since
-// the epoch and the number of bytes used.
+// the epoch and the number of bytes used. Years outside 0000..9999 are
+// ISO 8601's expanded form as floe writes them (and java.time does): a
+// sign and four or more digits, "+10000-01-01", "-0001-12-31" (astronomical
+// numbering: year 0 is 1 BC). A year of more than four digits without a
+// sign is read as well.
 func parseDateAt(b []byte) (int64, int, string) {
-	y, ok1 := digitsAt(b, 0, 4)
-	m, ok2 := digitsAt(b, 5, 2)
-	d, ok3 := digitsAt(b, 8, 2)
-	if !ok1 || !ok2 || !ok3 || b[4] != '-' || b[7] != '-' {
-		return 0, 0, "expected a date as YYYY-MM-DD"
+	const want = "expected a date as YYYY-MM-DD"
+	i, neg := 0, false
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg, i = b[0] == '-', 1
+	}
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	if j-i < 4 || j-i > maxYearDigits {
+		return 0, 0, want
+	}
+	y, _ := digitsAt(b, i, j-i)
+	if neg {
+		y = -y
+	}
+	m, ok2 := digitsAt(b, j+1, 2)
+	d, ok3 := digitsAt(b, j+4, 2)
+	if !ok2 || !ok3 || b[j] != '-' || b[j+3] != '-' {
+		return 0, 0, want
 	}
 	if m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) {
 		return 0, 0, "no such date"
 	}
-	return daysFromCivil(y, m, d), 10, ""
+	return daysFromCivil(y, m, d), j + 6, ""
 }
 
 // parseDate parses an ISO-8601 calendar date YYYY-MM-DD into days since the
@@ -372,6 +395,9 @@ func parseDate(b []byte) (int32, string) {
 	}
 	if n != len(b) {
 		return 0, "expected a date as YYYY-MM-DD"
+	}
+	if days < math.MinInt32 || days > math.MaxInt32 {
+		return 0, "out of range for a date"
 	}
 	return int32(days), ""
 }

@@ -147,7 +147,9 @@ func (s *jsonSource) appendRow(line int) error {
 			err = toValueError(err, s.file, line, -1, s.names[col])
 			var ve *ValueError
 			if errors.As(err, &ve) && ve.Column == s.names[col] {
-				ve.Reason = "the key is absent"
+				// The column is missing, not NULL: say so (a file of changes
+				// without _change_type was reported as a NULL).
+				return fmt.Errorf("%s:%d: %w %q (%s): the object has no such key", s.file, line, ErrMissingColumn, s.names[col], ve.Type)
 			}
 			return err
 		}

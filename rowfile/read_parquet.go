@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/floedata/floe/internal/pqcheck"
 )
 
 // parquetColumn is how one output column is filled from the file.
@@ -148,6 +150,12 @@ func (a *arrowCols) convert(in arrow.RecordBatch, n int64) (arrow.RecordBatch, e
 }
 
 func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schema *arrow.Schema, opts *ReadOptions) (_ *parquetSource, err error) {
+	defer func() {
+		// NB: a corrupt footer can make the decoder panic (see next).
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: %w: %v", name, ErrMalformed, p)
+		}
+	}()
 	mem := opts.allocator()
 	props := parquet.NewReaderProperties(mem)
 	// NB: stream pages instead of loading whole column chunks, so memory
@@ -157,6 +165,10 @@ func newParquetSource(ctx context.Context, ra readerAtSeeker, name string, schem
 	// caller's file; the file is closed by whoever opened it.
 	pf, err := file.NewParquetReader(struct{ readerAtSeeker }{ra}, file.WithReadProps(props))
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrMalformed, err)
+	}
+	if err := pqcheck.Check(pf); err != nil {
+		pf.Close()
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrMalformed, err)
 	}
 	s := &parquetSource{pf: pf, batch: opts.batchSize(), total: pf.NumRows()}

@@ -118,7 +118,11 @@ func appendRandom(r *rand.Rand, b array.Builder, dt arrow.DataType, nullable boo
 	case *arrow.BooleanType:
 		b.(*array.BooleanBuilder).Append(r.IntN(2) == 0)
 	case *arrow.Int32Type:
-		b.(*array.Int32Builder).Append(int32(r.Uint32()))
+		v := int32(r.Uint32())
+		if r.IntN(4) == 0 {
+			v = []int32{math.MinInt32, math.MaxInt32, 0, -1}[r.IntN(4)]
+		}
+		b.(*array.Int32Builder).Append(v)
 	case *arrow.Int64Type:
 		v := int64(r.Uint64())
 		if r.IntN(4) == 0 {
@@ -130,16 +134,39 @@ func appendRandom(r *rand.Rand, b array.Builder, dt arrow.DataType, nullable boo
 	case *arrow.Float64Type:
 		b.(*array.Float64Builder).Append(randomFloat(r))
 	case *arrow.Decimal128Type:
-		b.(*array.Decimal128Builder).Append(randomDecimal(r, t.Precision))
+		v := randomDecimal(r, t.Precision)
+		if r.IntN(4) == 0 { // the largest and smallest values of the precision
+			m, _ := new(big.Int).SetString(strings.Repeat("9", int(t.Precision)), 10)
+			if r.IntN(2) == 0 {
+				m.Neg(m)
+			}
+			v = decimal128.FromBigInt(m)
+		}
+		b.(*array.Decimal128Builder).Append(v)
 	case *arrow.Date32Type:
-		b.(*array.Date32Builder).Append(arrow.Date32(minDay + r.Int64N(maxDay-minDay+1)))
+		v := minDay + r.Int64N(maxDay-minDay+1)
+		switch r.IntN(4) {
+		case 0: // any day of the type: years before 0 and after 9999
+			v = int64(int32(r.Uint32()))
+		case 1:
+			v = []int64{math.MinInt32, math.MaxInt32, daysFromCivil(0, 1, 1), daysFromCivil(-1, 12, 31),
+				daysFromCivil(10000, 1, 1), daysFromCivil(9999, 12, 31), minDay - 1}[r.IntN(7)]
+		}
+		b.(*array.Date32Builder).Append(arrow.Date32(v))
 	case *arrow.Time64Type:
-		b.(*array.Time64Builder).Append(arrow.Time64(r.Int64N(86400 * 1e6)))
+		v := r.Int64N(86400 * 1e6)
+		if r.IntN(4) == 0 {
+			v = []int64{0, 86400*1e6 - 1}[r.IntN(2)]
+		}
+		b.(*array.Time64Builder).Append(arrow.Time64(v))
 	case *arrow.TimestampType:
 		var v int64
-		if t.Unit == arrow.Nanosecond {
+		switch {
+		case r.IntN(4) == 0: // any instant of the type, the extremes too
+			v = []int64{math.MinInt64, math.MaxInt64, r.Int64() - r.Int64(), -1, 0}[r.IntN(5)]
+		case t.Unit == arrow.Nanosecond:
 			v = r.Int64() - r.Int64() // any int64 is in range for ns
-		} else {
+		default:
 			v = (minDay+r.Int64N(maxDay-minDay+1))*86400*1e6 + r.Int64N(86400*1e6)
 		}
 		b.(*array.TimestampBuilder).Append(arrow.Timestamp(v))
@@ -220,7 +247,7 @@ func TestRoundTrip(t *testing.T) {
 		out OutputFormat
 		in  Format
 	}{{OutputJSONL, FormatJSONL}, {OutputJSON, FormatJSONL}, {OutputCSV, FormatCSV}, {OutputParquet, FormatParquet}}
-	for seed := uint64(1); seed <= 12; seed++ {
+	for seed := uint64(1); seed <= 24; seed++ {
 		r := rand.New(rand.NewPCG(seed, 42))
 		var written []arrow.RecordBatch
 		for n := r.IntN(4); n >= 0; n-- {

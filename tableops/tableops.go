@@ -169,7 +169,7 @@ func Create(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, s
 	if ok, err := cat.Iceberg().CheckNamespaceExists(ctx, ns); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, fmt.Errorf("%w: namespace %s (creating %s); create it with `floe namespace create %s`", catalog.ErrNoSuchNamespace, catalog.FormatName(ns), catalog.FormatName(ident), catalog.FormatName(ns))
+		return nil, fmt.Errorf("%w: %s", catalog.ErrNoSuchNamespace, catalog.MissingNamespace(ident, "creating"))
 	}
 	tbl, err := cat.Iceberg().CreateTable(ctx, ident, sc, icecat.WithPartitionSpec(&spec), icecat.WithProperties(props))
 	if err != nil {

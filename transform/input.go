@@ -185,7 +185,15 @@ func (in *Input) Changelog(keys ...string) (*Rows, error) {
 		return nil, fmt.Errorf("input %s: Changelog needs key columns (NetChanges works without)", in.spec.Name)
 	}
 	if !in.incremental || in.start == nil {
-		return in.currentAsInserts()
+		cur, err := in.currentAsInserts()
+		if err != nil {
+			return nil, err
+		}
+		seq, err := uniqueStream(in.ctx(), fmt.Sprintf("input %s (%s)", in.spec.Name, in.spec.Table), cur.Schema(), cur.All(), [][]string{keys})
+		if err != nil {
+			return nil, err
+		}
+		return NewRows(cur.Schema(), seq), nil
 	}
 	end := in.head.SnapshotID
 	cl, err := changelog.Open(in.ctx(), in.tbl, changelog.Options{StartSnapshotID: in.start, EndSnapshotID: &end,
@@ -193,7 +201,11 @@ func (in *Input) Changelog(keys ...string) (*Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", in.spec.Name, err)
 	}
-	return in.reconcile(cl.Schema(), cl.Rows(in.ctx()))
+	changes, err := in.reconcile(cl.Schema(), cl.Rows(in.ctx()))
+	if err != nil {
+		return nil, err
+	}
+	return in.checkSourceKeys(changes, keys)
 }
 
 // NetChanges reads the net inserts and deletes since the last build over

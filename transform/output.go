@@ -112,6 +112,13 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 			if err != nil {
 				return nil, err
 			}
+			if replace {
+				// The output's whole content: its identifier (and declared
+				// one) must be unique in it.
+				if conformed, err = uniqueStream(ctx, "", target, conformed, o.keySets(tbl)); err != nil {
+					return nil, err
+				}
+			}
 			files, err = write.WriteRows(ctx, tbl, conformed)
 			reuse.Own(paths(files)...)
 			if err != nil {
@@ -189,10 +196,13 @@ func (o *Output) ApplyChangelog(changes array.RecordReader, keys ...string) erro
 	if _, err := o.ensure(ctx, dataSchema, keys); err != nil {
 		return err
 	}
-	res, err := merge.Apply(ctx, o.b.r.Catalog, o.ident, changes.Schema(), streamOf(changes), keys,
-		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
+	opts := []merge.Option{merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
 		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
-		merge.WithSnapshotProperties(o.summary(nil)))
+		merge.WithSnapshotProperties(o.summary(nil))}
+	if o.spec.NonIdentifierKey {
+		opts = append(opts, merge.WithNonIdentifierKey())
+	}
+	res, err := merge.Apply(ctx, o.b.r.Catalog, o.ident, changes.Schema(), streamOf(changes), keys, opts...)
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}

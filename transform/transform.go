@@ -66,6 +66,9 @@ type OutputSpec struct {
 	PartitionBy string   // e.g. "day(ts)"
 	Identifier  []string // identifier fields (must be non-null columns)
 	Properties  map[string]string
+	// NonIdentifierKey lets ApplyChangelog maintain the output by a key
+	// that is not the output's identifier (see AllowNonIdentifierKey).
+	NonIdentifierKey bool
 }
 
 // Transform is a named computation from inputs to outputs.
@@ -117,6 +120,12 @@ func Identifier(cols ...string) OutputOption { return func(o *OutputSpec) { o.Id
 func TableProperties(p map[string]string) OutputOption {
 	return func(o *OutputSpec) { o.Properties = p }
 }
+
+// AllowNonIdentifierKey lets ApplyChangelog maintain the output by key
+// columns that are not its identifier fields (refused otherwise, with
+// ErrKeyNotIdentifier: upserting by another column can give several rows
+// one identifier value). The key is still checked to be unique.
+func AllowNonIdentifierKey() OutputOption { return func(o *OutputSpec) { o.NonIdentifierKey = true } }
 
 // OnBranch writes the output to a branch.
 func OnBranch(b string) OutputOption { return func(o *OutputSpec) { o.Branch = b } }

@@ -42,7 +42,8 @@ var (
 
 // TestScripts runs the real binary on the scripts in testdata. Commands:
 //
-//	file NAME          writes the input to NAME in the work folder
+//	file NAME          writes the input to NAME in the work folder ($WORK in
+//	                   the input is the work folder's absolute path)
 //	floe ARGS...       runs floe with ARGS in the work folder (warehouse ./wh)
 //	                   and prints the exit status, stdout and stderr;
 //	                   snapshot ids print as <ID>, temporary paths as <TMP>,
@@ -91,7 +92,8 @@ func TestScripts(t *testing.T) {
 				return b.stop(t, work, sig, keep)
 			case "file":
 				name := d.CmdArgs[0].Key
-				if err := os.WriteFile(filepath.Join(work, name), []byte(d.Input), 0o644); err != nil {
+				text := strings.ReplaceAll(d.Input, "$WORK", work)
+				if err := os.WriteFile(filepath.Join(work, name), []byte(text), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return ""

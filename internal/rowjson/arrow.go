@@ -124,9 +124,9 @@ func Value(arr arrow.Array, i int) (any, error) {
 	case *array.FixedSizeBinary:
 		return base64.StdEncoding.EncodeToString(a.Value(i)), nil
 	case *array.Date32:
-		return a.Value(i).ToTime().UTC().Format(time.DateOnly), nil
+		return expandedYear(a.Value(i).ToTime().UTC(), time.DateOnly), nil
 	case *array.Date64:
-		return a.Value(i).ToTime().UTC().Format(time.DateOnly), nil
+		return expandedYear(a.Value(i).ToTime().UTC(), time.DateOnly), nil
 	case *array.Time32:
 		return FormatTime(int64(a.Value(i)), a.DataType().(*arrow.Time32Type).Unit), nil
 	case *array.Time64:
@@ -224,12 +224,23 @@ func unitSplit(v int64, unit arrow.TimeUnit) (secs, frac int64) {
 // millisecond, microsecond and nanosecond units, and "Z" when zoned.
 func FormatTimestamp(v int64, unit arrow.TimeUnit, zoned bool) string {
 	secs, frac := unitSplit(v, unit)
-	s := time.Unix(secs, 0).UTC().Format("2006-01-02T15:04:05")
+	s := expandedYear(time.Unix(secs, 0).UTC(), "2006-01-02T15:04:05")
 	if d := unitDigits[unit]; d > 0 {
 		s += "." + fmt.Sprintf("%0*d", d, frac)
 	}
 	if zoned {
 		s += "Z"
+	}
+	return s
+}
+
+// expandedYear formats t with layout, years after 9999 with a "+" (Go
+// writes years before 0 with a "-" itself): ISO 8601's expanded years, as
+// floe's writers and java.time print them.
+func expandedYear(t time.Time, layout string) string {
+	s := t.Format(layout)
+	if t.Year() > 9999 {
+		s = "+" + s
 	}
 	return s
 }

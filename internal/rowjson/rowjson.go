@@ -13,7 +13,9 @@
 //   - Timestamps are ISO-8601 strings: "2024-01-02T03:04:05.123456Z" for types
 //     with a zone (always shown in UTC), the same without "Z" for zone-less
 //     types. Microsecond units print 6 fraction digits, nanoseconds 9,
-//     milliseconds 3, seconds none.
+//     milliseconds 3, seconds none. Years outside 0000..9999 have a sign
+//     (ISO 8601 expanded years, as java.time prints them): "+10000-01-01",
+//     "-0001-12-31" (year 0 is 1 BC).
 //   - Dates are "2024-01-02"; times of day are "03:04:05.123456".
 //   - Binary and fixed-size binary values are standard base64 with padding.
 //   - UUIDs are canonical lower-case strings.
