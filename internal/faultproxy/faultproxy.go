@@ -17,6 +17,7 @@ package faultproxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -326,11 +328,16 @@ func (r *Run) Stop() {
 // the server and been answered.
 func (r *Run) Wait() { r.late.Wait() }
 
-// Events returns the plan's events so far in arrival order.
+// Events returns the plan's events so far in arrival order (Seq). An
+// event is recorded when its request is done, so a request answered late
+// (a reset after forwarding, a held answer) may be recorded after one that
+// arrived later: Events sorts them.
 func (r *Run) Events() []Event {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
+	evs := append([]Event(nil), r.events...)
+	r.mu.Unlock()
+	slices.SortFunc(evs, func(a, b Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return evs
 }
 
 // Fired returns the events on which a rule fired.
