@@ -150,6 +150,7 @@ func (f *Freshness) UnmarshalYAML(n *yaml.Node) error {
 	}
 	return nil
 }
+
 // MaxFileSize is the largest pipeline file Load and Parse accept, in bytes.
 const MaxFileSize = 1 << 20
 
