@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/transform"
@@ -181,6 +182,7 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 	sigctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
+		defer safe.Recover(nil)
 		// A second signal gets the default behaviour: stop at once.
 		<-sigctx.Done()
 		stop()
