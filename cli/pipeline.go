@@ -313,6 +313,7 @@ type outputJSON struct {
 	SnapshotID  int64  `json:"snapshot_id,omitempty"`
 	RowsAdded   int64  `json:"rows_added"`
 	RowsRemoved int64  `json:"rows_removed"`
+	AnswerLost  bool   `json:"answer_lost,omitempty"`
 }
 
 func toJSON(o pipeline.Outcome) outcomeJSON {
@@ -328,7 +329,7 @@ func toJSON(o pipeline.Outcome) outcomeJSON {
 		}
 		for _, out := range r.Outputs {
 			j.Outputs = append(j.Outputs, outputJSON{Name: out.Name, Table: out.Table, Operation: out.Operation,
-				Committed: out.Committed, SnapshotID: out.SnapshotID, RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved})
+				Committed: out.Committed, SnapshotID: out.SnapshotID, RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved, AnswerLost: out.AnswerLost})
 		}
 	}
 	return j

@@ -51,6 +51,10 @@ type OutputResult struct {
 	// Attempts counts the commit attempts (1: no conflict with another
 	// writer; 0: unknown, or nothing was committed).
 	Attempts int
+	// AnswerLost reports that the catalog's answer to the output's commit
+	// was lost and floe found the commit on the table by its id
+	// (commit.Outcome.AnswerLost): it landed once.
+	AnswerLost bool
 }
 
 // Name is the output's declared name.
@@ -133,7 +137,7 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.record(res.Committed, res.SnapshotID, res.Result)
-	o.result.Attempts = res.Attempts
+	o.result.Attempts, o.result.AnswerLost = res.Attempts, res.AnswerLost
 	return nil
 }
 
@@ -166,6 +170,7 @@ func (o *Output) createWith(ctx context.Context, schema *arrow.Schema, prepare c
 	o.tbl = res.Table
 	o.b.log.Info("created output table with its first rows", "output", o.spec.Table)
 	o.record(res.Committed, res.SnapshotID, res.Result)
+	o.result.AnswerLost = res.AnswerLost
 	return true, nil
 }
 
@@ -197,7 +202,7 @@ func (o *Output) ApplyChangelog(changes array.RecordReader, keys ...string) erro
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
-	o.result.Attempts = res.Attempts
+	o.result.Attempts, o.result.AnswerLost = res.Attempts, res.AnswerLost
 	return nil
 }
 
@@ -238,7 +243,7 @@ func (o *Output) Merge(statement string, source array.RecordReader) error {
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
-	o.result.Attempts = res.Attempts
+	o.result.Attempts, o.result.AnswerLost = res.Attempts, res.AnswerLost
 	return nil
 }
 
@@ -276,6 +281,7 @@ func (o *Output) finish(ctx context.Context) error {
 			return fmt.Errorf("output %s: commit native transaction: %w", o.spec.Table, err)
 		}
 		o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
+		o.result.AnswerLost = res.AnswerLost
 		return nil
 	}
 	if o.written {
@@ -294,7 +300,7 @@ func (o *Output) finish(ctx context.Context) error {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.record(res.Committed, res.SnapshotID, nil)
-	o.result.Attempts = res.Attempts
+	o.result.Attempts, o.result.AnswerLost = res.Attempts, res.AnswerLost
 	return nil
 }
 
