@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -71,6 +72,10 @@ type Catalog struct {
 	// Options named for the embedded catalog (storage profiles live there).
 	configFile string
 	wrapIO     func(iceio.IO) iceio.IO // see Wrap
+	// retryBudget bounds the retries of transient failures (see retry);
+	// unset: DefaultRetryBudget.
+	retryBudget    time.Duration
+	retryBudgetSet bool
 }
 
 // Open opens the catalog o describes. For the embedded catalog the
@@ -127,15 +132,27 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 // Load loads the table with the given identifier. See LoadTable. The
 // table commits through CommitTable, and its file IO is wrapped as Wrap
 // says.
+// Transient failures are retried (see WithoutRetry).
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	tbl, err := c.ice.LoadTable(ctx, ident)
+	var tbl *table.Table
+	var root string
+	var rooted bool
+	err := c.retry(ctx, "load table "+FormatName(ident), func(ctx context.Context) error {
+		var err error
+		if tbl, err = c.ice.LoadTable(ctx, ident); err != nil {
+			return err
+		}
+		root, rooted, err = c.pathRoot(ctx, ident)
+		return err
+	})
 	if err != nil {
-		return nil, c.explainMissing(ctx, ident, err)
+		if tbl == nil {
+			return nil, c.explainMissing(ctx, ident, err)
+		}
+		return nil, err
 	}
 	fsF := tbl.FS
-	if root, ok, err := c.pathRoot(ctx, ident); err != nil {
-		return nil, err
-	} else if ok {
+	if rooted {
 		fsF = pathRootFSF(root, tbl.MetadataLocation())
 	}
 	return c.rebind(tbl, fsF), nil
@@ -156,10 +173,15 @@ func (c *Catalog) explainMissing(ctx context.Context, ident table.Identifier, er
 }
 
 // CreateNamespace creates a namespace; it is not an error if it exists
-// when ifNotExists is set.
+// when ifNotExists is set. Transient failures are retried; a namespace
+// that exists at a retry was created by the call whose answer was lost.
 func (c *Catalog) CreateNamespace(ctx context.Context, ns table.Identifier, ifNotExists bool) error {
-	err := c.ice.CreateNamespace(ctx, ns, iceberg.Properties{})
-	if err != nil && ifNotExists && errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+	n := 0
+	err := c.retry(ctx, "create namespace "+FormatName(ns), func(ctx context.Context) error {
+		n++
+		return c.ice.CreateNamespace(ctx, ns, iceberg.Properties{})
+	})
+	if err != nil && (ifNotExists || n > 1) && errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
 		return nil
 	}
 	if err != nil {
@@ -171,7 +193,7 @@ func (c *Catalog) CreateNamespace(ctx context.Context, ns table.Identifier, ifNo
 // EnsureNamespace creates ns and its parents when they are missing.
 func (c *Catalog) EnsureNamespace(ctx context.Context, ns table.Identifier) error {
 	for i := 1; i <= len(ns); i++ {
-		ok, err := c.ice.CheckNamespaceExists(ctx, ns[:i])
+		ok, err := c.NamespaceExists(ctx, ns[:i])
 		if err != nil {
 			return fmt.Errorf("check namespace %s: %w", FormatName(ns[:i]), err)
 		}
@@ -187,13 +209,43 @@ func (c *Catalog) EnsureNamespace(ctx context.Context, ns table.Identifier) erro
 // ListNamespaces lists the namespaces under parent (all top-level ones
 // when parent is empty).
 func (c *Catalog) ListNamespaces(ctx context.Context, parent table.Identifier) ([]table.Identifier, error) {
-	return c.ice.ListNamespaces(ctx, parent)
+	var out []table.Identifier
+	err := c.retry(ctx, "list namespaces", func(ctx context.Context) error {
+		var err error
+		out, err = c.ice.ListNamespaces(ctx, parent)
+		return err
+	})
+	return out, err
+}
+
+// NamespaceExists reports whether the namespace exists, retrying
+// transient failures.
+func (c *Catalog) NamespaceExists(ctx context.Context, ns table.Identifier) (bool, error) {
+	var ok bool
+	err := c.retry(ctx, "check namespace "+FormatName(ns), func(ctx context.Context) error {
+		var err error
+		ok, err = c.ice.CheckNamespaceExists(ctx, ns)
+		return err
+	})
+	return ok, err
+}
+
+// TableExists reports whether the table exists, retrying transient
+// failures.
+func (c *Catalog) TableExists(ctx context.Context, ident table.Identifier) (bool, error) {
+	var ok bool
+	err := c.retry(ctx, "check table "+FormatName(ident), func(ctx context.Context) error {
+		var err error
+		ok, err = c.ice.CheckTableExists(ctx, ident)
+		return err
+	})
+	return ok, err
 }
 
 // ListTables lists the tables of a namespace. An unknown namespace is an
 // error wrapping ErrNoSuchNamespace.
 func (c *Catalog) ListTables(ctx context.Context, ns table.Identifier) ([]table.Identifier, error) {
-	ok, err := c.ice.CheckNamespaceExists(ctx, ns)
+	ok, err := c.NamespaceExists(ctx, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -201,13 +253,17 @@ func (c *Catalog) ListTables(ctx context.Context, ns table.Identifier) ([]table.
 		return nil, fmt.Errorf("%w: %s", ErrNoSuchNamespace, FormatName(ns))
 	}
 	var out []table.Identifier
-	for id, err := range c.ice.ListTables(ctx, ns) {
-		if err != nil {
-			return nil, err
+	err = c.retry(ctx, "list tables of "+FormatName(ns), func(ctx context.Context) error {
+		out = nil
+		for id, err := range c.ice.ListTables(ctx, ns) {
+			if err != nil {
+				return err
+			}
+			out = append(out, id)
 		}
-		out = append(out, id)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 func absDir(dir string) (string, error) {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/hadoop"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"gopkg.in/yaml.v3"
@@ -139,7 +138,7 @@ func openNamed(ctx context.Context, o Options) (*Catalog, error) {
 		return c, nil
 	case "rest", "glue", "hive":
 		props["type"] = kind
-		cat, err := icecat.Load(ctx, o.Name, props)
+		cat, err := c.openRemote(ctx, props)
 		if err != nil {
 			return nil, fmt.Errorf("catalog %q (%s, type %s): %w", o.Name, path, kind, err)
 		}

@@ -24,12 +24,12 @@ func (c *Catalog) StageCreate(ctx context.Context, ident table.Identifier, sc *i
 		return nil, fmt.Errorf("%w: creating %s in its first commit (catalog %q is %s)", ErrUnsupported, name, c.name, c.kind)
 	}
 	ns := ident[:len(ident)-1]
-	if ok, err := c.ice.CheckNamespaceExists(ctx, ns); err != nil {
+	if ok, err := c.NamespaceExists(ctx, ns); err != nil {
 		return nil, err
 	} else if !ok {
 		return nil, fmt.Errorf("%w: namespace %s (creating %s)", ErrNoSuchNamespace, FormatName(ns), name)
 	}
-	if ok, err := c.ice.CheckTableExists(ctx, ident); err != nil {
+	if ok, err := c.TableExists(ctx, ident); err != nil {
 		return nil, err
 	} else if ok {
 		return nil, fmt.Errorf("create %s: %w", name, ErrTableExists)
@@ -68,7 +68,12 @@ func (c *Catalog) StageCreate(ctx context.Context, ident table.Identifier, sc *i
 // namespace's location property, else <warehouse>/<ns>.db/<table>.
 func (c *Catalog) defaultLocation(ctx context.Context, ident table.Identifier) (string, error) {
 	ns, tbl := ident[:len(ident)-1], ident[len(ident)-1]
-	nsProps, err := c.ice.LoadNamespaceProperties(ctx, ns)
+	var nsProps iceberg.Properties
+	err := c.retry(ctx, "load namespace "+FormatName(ns), func(ctx context.Context) error {
+		var err error
+		nsProps, err = c.ice.LoadNamespaceProperties(ctx, ns)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}

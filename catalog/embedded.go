@@ -108,7 +108,7 @@ func (c *Catalog) Register(ctx context.Context, ident table.Identifier, metadata
 		}
 		metadataFile = abs
 	}
-	if ok, err := c.ice.CheckNamespaceExists(ctx, ident[:len(ident)-1]); err != nil {
+	if ok, err := c.NamespaceExists(ctx, ident[:len(ident)-1]); err != nil {
 		return nil, err
 	} else if !ok {
 		return nil, fmt.Errorf("%w: namespace %s (registering %s)", ErrNoSuchNamespace, FormatName(ident[:len(ident)-1]), name)
@@ -143,7 +143,7 @@ func (c *Catalog) Register(ctx context.Context, ident table.Identifier, metadata
 	if c.db == nil {
 		return nil, fmt.Errorf("%w: register (catalog %q is %s)", ErrUnsupported, c.name, c.kind)
 	}
-	if exists, err := c.ice.CheckTableExists(ctx, ident); err != nil {
+	if exists, err := c.TableExists(ctx, ident); err != nil {
 		return nil, err
 	} else if exists {
 		return nil, fmt.Errorf("register %s: a table with that name already exists", name)

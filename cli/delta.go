@@ -23,6 +23,7 @@ import (
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/delta/deltasync"
+	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/write"
 )
@@ -308,6 +309,7 @@ func syncSignals(ctx context.Context, log *slog.Logger) (runCtx context.Context,
 	stopCh := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
+		defer safe.Recover(nil)
 		n := 0
 		for {
 			select {

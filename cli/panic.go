@@ -31,6 +31,17 @@ func reportPanic(stderr io.Writer, prog string, args []string, p any) int {
 	return ExitInternal
 }
 
+// reportInternal follows the message of an error that carries a panic
+// recovered in a goroutine (safe.ErrInternal) as reportPanic does, and
+// returns ExitInternal.
+func reportInternal(stderr io.Writer, prog string, args []string) int {
+	fmt.Fprintf(stderr, "%s: command: %s\n", prog, commandLine(prog, args))
+	if os.Getenv(EnvDebug) != "1" {
+		fmt.Fprintf(stderr, "%s: this is a bug in floe; please report it with the command above (%s=1 prints the stack trace). Commits are atomic: a table holds either all of a command's change or none of it.\n", prog, EnvDebug)
+	}
+	return ExitInternal
+}
+
 // commandLine renders prog and args as a shell would take them.
 func commandLine(prog string, args []string) string {
 	parts := []string{prog}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/transform"
@@ -181,6 +182,7 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 	sigctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
+		defer safe.Recover(nil)
 		// A second signal gets the default behaviour: stop at once.
 		<-sigctx.Done()
 		stop()
@@ -311,6 +313,7 @@ type outputJSON struct {
 	SnapshotID  int64  `json:"snapshot_id,omitempty"`
 	RowsAdded   int64  `json:"rows_added"`
 	RowsRemoved int64  `json:"rows_removed"`
+	AnswerLost  bool   `json:"answer_lost,omitempty"`
 }
 
 func toJSON(o pipeline.Outcome) outcomeJSON {
@@ -326,7 +329,7 @@ func toJSON(o pipeline.Outcome) outcomeJSON {
 		}
 		for _, out := range r.Outputs {
 			j.Outputs = append(j.Outputs, outputJSON{Name: out.Name, Table: out.Table, Operation: out.Operation,
-				Committed: out.Committed, SnapshotID: out.SnapshotID, RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved})
+				Committed: out.Committed, SnapshotID: out.SnapshotID, RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved, AnswerLost: out.AnswerLost})
 		}
 	}
 	return j

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/floedata/floe/internal/tabletest"
+	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/tableops"
 	"github.com/floedata/floe/transform"
 )
@@ -147,4 +149,18 @@ func TestMetricsAddressLoopback(t *testing.T) {
 		}
 	}
 
+}
+
+// TestOutcomeJSONAnswerLost: --format json says answer_lost for an output
+// whose commit's answer was lost and found.
+func TestOutcomeJSONAnswerLost(t *testing.T) {
+	j := toJSON(pipeline.Outcome{Step: "copy", Kind: pipeline.OutcomeIncremental, Result: &transform.Result{
+		Outputs: []transform.OutputResult{{Name: "out", Table: "ns.copy", Committed: true, AnswerLost: true}, {Name: "b", Table: "ns.b", Committed: true}}}})
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(b), `"answer_lost":true`) != 1 {
+		t.Fatalf("%s", b)
+	}
 }

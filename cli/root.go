@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/rowfile"
 )
 
@@ -184,6 +185,9 @@ func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string
 		msg += "\n"
 	}
 	fmt.Fprint(stderr, prog+": "+msg)
+	if errors.Is(err, safe.ErrInternal) {
+		return reportInternal(stderr, prog, args)
+	}
 	var u usageError
 	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", prog)

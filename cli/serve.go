@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/pipeline/web"
 )
@@ -97,6 +98,7 @@ func (f *serveFlags) start(ctx context.Context, mon *pipeline.Monitor, reg *prom
 		servers, done = append(servers, srv), append(done, ch)
 		go func() {
 			defer close(ch)
+			defer safe.Recover(nil)
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error(what+" server stopped", "error", err.Error())
 			}
@@ -134,6 +136,7 @@ func (f *serveFlags) start(ctx context.Context, mon *pipeline.Monitor, reg *prom
 	monDone := make(chan struct{})
 	go func() {
 		defer close(monDone)
+		defer safe.Recover(nil)
 		mon.Run(monCtx)
 	}()
 	return func() {

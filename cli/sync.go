@@ -110,6 +110,9 @@ func describeBuild(res *transform.Result) string {
 			if o.SnapshotID != 0 {
 				fmt.Fprintf(&b, ", snapshot %d", o.SnapshotID)
 			}
+			if o.AnswerLost {
+				b.WriteString(" (the catalog's answer was lost; found on the table)")
+			}
 		}
 	}
 	fmt.Fprintf(&b, " (%s)", res.Duration.Round(1e6))

@@ -341,7 +341,7 @@ func (r *runner) load(ctx context.Context) (*table.Table, error) {
 			}
 			return tbl, nil
 		}
-		if missing(err) || ctx.Err() != nil || i >= r.pol.attempts || time.Now().After(r.deadline) {
+		if missing(err) || ctx.Err() != nil || i >= r.pol.attempts || time.Now().After(r.deadline) || r.retried(err) {
 			return nil, err
 		}
 		r.log.Warn("commit: loading the table failed; retrying", "table", r.name, "attempt", i, "error", err)
@@ -350,6 +350,10 @@ func (r *runner) load(ctx context.Context) (*table.Table, error) {
 		}
 	}
 }
+
+// retried reports whether the catalog already retried err within its own
+// budget (catalog.IsTransient): retrying again would multiply the budgets.
+func (r *runner) retried(err error) bool { return catalog.IsTransient(r.cat.Kind(), err) }
 
 func missing(err error) bool {
 	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace)
@@ -410,6 +414,7 @@ func (r *runner) resolve(ctx context.Context, att *attempt) (*attempt, Found, er
 	att.state = inDoubt
 	for i := 1; ; i++ {
 		tbl, err := r.cat.Load(rctx, r.ident)
+		loadErr := err
 		if err == nil {
 			r.latest, r.latestCalls = tbl, r.calls
 			found, f, ok, ferr := r.findInDoubt(rctx, tbl)
@@ -424,7 +429,7 @@ func (r *runner) resolve(ctx context.Context, att *attempt) (*attempt, Found, er
 			// The table is gone (or never was, for a creating commit).
 			return nil, Found{}, nil
 		}
-		if i >= r.pol.attempts || time.Now().After(r.deadline) || rctx.Err() != nil {
+		if i >= r.pol.attempts || time.Now().After(r.deadline) || rctx.Err() != nil || r.retried(loadErr) {
 			return nil, Found{}, err
 		}
 		r.log.Warn("commit: the catalog's answer was lost; reloading the table to find the commit", "table", r.name, "commit_id", r.id, "error", err)

@@ -28,20 +28,35 @@ import (
 // commitPath is the REST path of a table commit (POST) and load (GET).
 const commitPath = "/v1/namespaces/*/tables/*"
 
+// Other REST paths the trials fault: the catalog's configuration (GET, at
+// every catalog open), a namespace (GET, its existence check), namespace
+// creation (POST /v1/namespaces) and table creation (POST).
+const (
+	configPath      = "/v1/config"
+	namespacePath   = "/v1/namespaces/*"
+	namespacesPath  = "/v1/namespaces"
+	createTablePath = "/v1/namespaces/*/tables"
+)
+
 // faultKind is one way the proxy breaks a trial's requests.
 type faultKind struct {
 	name string
+	// control: the fault (if any) leaves commits alone, so the run sends
+	// exactly the commits of a clean run.
+	control bool
 	// unreachable: the catalog answers nothing more once the fault fired,
 	// until floe gives up.
 	unreachable bool
 	// mayFail: a clean failure is a correct outcome (a load failed before
 	// anything was sent, or random faults kept failing).
 	mayFail bool
-	// rules returns the plan's rules for a command that sends posts commits,
-	// and a description of the choices made.
-	rules func(r *rand.Rand, posts int) ([]fp.Rule, string)
-	// props override retryProps for the trial's tables.
-	props []string
+	// rules returns the plan's rules for a prepared command (st.posts
+	// commits, st.creates table creations), and a description of the
+	// choices made.
+	rules func(r *rand.Rand, st *step) ([]fp.Rule, string)
+	// props override retryProps for the trial's tables; catalogProps
+	// override catalogProps for the trial's catalog entry.
+	props, catalogProps []string
 }
 
 var gatewayStatuses = []int{500, 502, 503, 504}
@@ -74,20 +89,30 @@ func downFault(r *rand.Rand) fp.Fault {
 }
 
 var faultKinds = []*faultKind{
-	{name: "none", rules: func(*rand.Rand, int) ([]fp.Rule, string) { return nil, "" }},
-	{name: "fail-before", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-		return oneCommit(r, posts, fp.Fault{Action: fp.FailBefore, Status: randStatus(r), Body: randBody(r)})
+	{name: "config", control: true, rules: func(r *rand.Rand, _ *step) ([]fp.Rule, string) {
+		// Half the trials are clean controls; the others fail the first or
+		// first two GET /v1/config of the command (the catalog's opening),
+		// which floe retries.
+		if r.IntN(2) == 0 {
+			return nil, "control"
+		}
+		f, k := downFault(r), 1+r.IntN(2)
+		return []fp.Rule{{Name: "config", Method: "GET", Path: configPath, Times: k, Fault: f}},
+			fmt.Sprintf("the first %d GET /v1/config: %s", k, f)
 	}},
-	{name: "fail-after", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-		return oneCommit(r, posts, fp.Fault{Action: fp.FailAfter, Status: randStatus(r), Body: randBody(r)})
+	{name: "fail-before", rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+		return oneCommit(r, st.posts, fp.Fault{Action: fp.FailBefore, Status: randStatus(r), Body: randBody(r)})
 	}},
-	{name: "reset-before", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-		return oneCommit(r, posts, fp.Fault{Action: fp.ResetBefore})
+	{name: "fail-after", rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+		return oneCommit(r, st.posts, fp.Fault{Action: fp.FailAfter, Status: randStatus(r), Body: randBody(r)})
 	}},
-	{name: "reset-after", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-		return oneCommit(r, posts, fp.Fault{Action: fp.ResetAfter})
+	{name: "reset-before", rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+		return oneCommit(r, st.posts, fp.Fault{Action: fp.ResetBefore})
 	}},
-	{name: "late-landing", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
+	{name: "reset-after", rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+		return oneCommit(r, st.posts, fp.Fault{Action: fp.ResetAfter})
+	}},
+	{name: "late-landing", rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
 		// A gateway times out on a slow server: 504 at once, and the commit
 		// reaches the server later: either before floe's retry (which then
 		// conflicts, and floe must find its own commit) or after it (the
@@ -96,36 +121,63 @@ var faultKinds = []*faultKind{
 		if r.IntN(2) == 0 {
 			d = time.Duration(100+r.IntN(700)) * time.Millisecond
 		}
-		return oneCommit(r, posts, fp.Fault{Action: fp.FailThenForward, Status: 504, Body: randBody(r), Delay: d})
+		return oneCommit(r, st.posts, fp.Fault{Action: fp.FailThenForward, Status: 504, Body: randBody(r), Delay: d})
 	}},
-	{name: "timeout", props: []string{"commit.retry.total-timeout-ms=1500"},
-		rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-			// The server takes the commit, and its answer comes after the
-			// client's timeout (the table's commit.retry.total-timeout-ms,
-			// 1.5 s here).
+	{name: "timeout", catalogProps: []string{"rest.request-timeout=1s"},
+		rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+			// The server's answer comes after the client's timeout
+			// (rest.request-timeout, 1 s here): to a commit it took (an
+			// unknown outcome), or to a table load (retried).
 			d := time.Duration(2000+r.IntN(500)) * time.Millisecond
-			return oneCommit(r, posts, fp.Fault{Action: fp.DelayAfter, Delay: d})
+			if r.IntN(2) == 0 {
+				n := 1 + r.IntN(2)
+				return []fp.Rule{{Name: "load", Method: "GET", Path: commitPath, Nth: n, Fault: fp.Fault{Action: fp.DelayAfter, Delay: d}}},
+					fmt.Sprintf("table load #%d: delay-after %s", n, d)
+			}
+			return oneCommit(r, st.posts, fp.Fault{Action: fp.DelayAfter, Delay: d})
 		}},
-	{name: "outage", unreachable: true, rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-		rules, desc := oneCommit(r, posts, lostAnswer(r))
+	{name: "outage", unreachable: true, rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+		rules, desc := oneCommit(r, st.posts, lostAnswer(r))
 		down := downFault(r)
 		rules = append(rules, fp.Rule{Name: "outage", After: "commit", Fault: down})
 		return rules, desc + ", then every request: " + down.String()
 	}},
-	{name: "outage-recover", rules: func(r *rand.Rand, posts int) ([]fp.Rule, string) {
-		rules, desc := oneCommit(r, posts, lostAnswer(r))
+	{name: "outage-recover", rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+		rules, desc := oneCommit(r, st.posts, lostAnswer(r))
 		down := downFault(r)
 		k := 1 + r.IntN(2)
 		rules = append(rules, fp.Rule{Name: "outage", After: "commit", Times: k, Fault: down})
 		return rules, fmt.Sprintf("%s, then %d request(s): %s", desc, k, down)
 	}},
-	{name: "load-fail", mayFail: true, rules: func(r *rand.Rand, _ int) ([]fp.Rule, string) {
-		n := 1 + r.IntN(3)
+	{name: "load-create", rules: func(r *rand.Rand, st *step) ([]fp.Rule, string) {
+		// A table load, the namespace's check or creation, or a table's
+		// creation fails (before reaching the server, or after it, for
+		// creations): floe retries, and a creation whose answer was lost
+		// is found at the retry.
 		f := downFault(r)
+		switch c := r.IntN(4); {
+		case st.creates > 0 && c < 2:
+			n := 1 + r.IntN(st.creates)
+			if r.IntN(2) == 0 {
+				f = lostAnswer(r)
+			}
+			return []fp.Rule{{Name: "create", Method: "POST", Path: createTablePath, Nth: n, Fault: f}},
+				fmt.Sprintf("table creation #%d: %s", n, f)
+		case st.newNamespace && c == 2:
+			if r.IntN(2) == 0 {
+				f = lostAnswer(r)
+			}
+			return []fp.Rule{{Name: "create-namespace", Method: "POST", Path: namespacesPath, Nth: 1, Fault: f}},
+				fmt.Sprintf("namespace creation: %s", f)
+		case st.creates > 0 && c == 3:
+			return []fp.Rule{{Name: "namespace", Path: namespacePath, Nth: 1, Fault: f}},
+				fmt.Sprintf("namespace check: %s", f)
+		}
+		n := 1 + r.IntN(3)
 		return []fp.Rule{{Name: "load", Method: "GET", Path: commitPath, Nth: n, Fault: f}},
 			fmt.Sprintf("table load #%d: %s", n, f)
 	}},
-	{name: "random", mayFail: true, rules: func(r *rand.Rand, _ int) ([]fp.Rule, string) {
+	{name: "random", mayFail: true, rules: func(r *rand.Rand, _ *step) ([]fp.Rule, string) {
 		p := 0.1 + 0.1*r.Float64()
 		rules := []fp.Rule{
 			{Name: "fail-before", Prob: p, Times: 2, Fault: fp.Fault{Action: fp.FailBefore, Status: randStatus(r), Body: randBody(r)}},
@@ -133,7 +185,7 @@ var faultKinds = []*faultKind{
 			{Name: "reset-before", Prob: p / 2, Times: 1, Fault: fp.Fault{Action: fp.ResetBefore}},
 			{Name: "reset-after", Prob: p / 2, Times: 1, Fault: fp.Fault{Action: fp.ResetAfter}},
 		}
-		return rules, fmt.Sprintf("every request in the namespace: each fault with p=%.2f", p)
+		return rules, fmt.Sprintf("every request of the trial: each fault with p=%.2f", p)
 	}},
 }
 
@@ -155,8 +207,12 @@ type step struct {
 	variant string
 	args    []string
 	posts   int // table commits (POST) a run without faults sends
-	tables  []*expectTable
-	rerun   rerunPolicy
+	// creates is how many tables a run without faults creates;
+	// newNamespace, that it creates a namespace.
+	creates      int
+	newNamespace bool
+	tables       []*expectTable
+	rerun        rerunPolicy
 	// guard: a rerun after the command landed commits nothing (it sees its
 	// watermark).
 	guard bool
@@ -185,6 +241,15 @@ type trialCtx struct {
 
 func (x *trialCtx) table(name string) string { return x.ns + "." + name }
 
+// newNS returns the namespace a first build writes its new tables in: the
+// trial's, or half the time a new one (x.ns + "n", which floe creates).
+func (x *trialCtx) newNS() (string, bool) {
+	if x.r.IntN(2) == 0 {
+		return x.ns + "n", true
+	}
+	return x.ns, false
+}
+
 // floe runs a setup command, which must succeed.
 func (x *trialCtx) floe(args ...string) error {
 	run := x.env.runFloe(x.dir, args...)
@@ -195,19 +260,36 @@ func (x *trialCtx) floe(args ...string) error {
 	return nil
 }
 
-// retryProps keep floe's retries short, so an outage ends a trial quickly.
-// commit.retry.total-timeout-ms also bounds each commit call (iceberg-go's
-// commit runs under that deadline): it is floe's client timeout.
+// retryProps keep floe's commit retries short, so an outage ends a trial
+// quickly (commit.retry.total-timeout-ms also bounds each commit call:
+// iceberg-go's commit runs under that deadline).
 var retryProps = []string{
 	"commit.retry.num-retries=4", "commit.retry.min-wait-ms=20",
 	"commit.retry.max-wait-ms=200", "commit.retry.total-timeout-ms=5000",
 }
 
-// tableProps returns the properties the trial's tables are created with:
-// retryProps with the fault kind's overrides, then props.
-func (x *trialCtx) tableProps(props ...string) []string {
-	out := append([]string{}, retryProps...)
-	for _, o := range x.fault.props {
+// catalogProps are the trials' REST catalog settings: requests time out
+// after 20 s (a held request cannot outlast a trial) and transient failures
+// are retried for 1.5 s, so that an outage ends a trial quickly.
+var catalogProps = []string{"rest.request-timeout=20s", "rest.retry.total-timeout=1.5s"}
+
+// catalogConfig returns the trial's floe configuration file: catalog rest
+// reaches the server through the proxy as tenant x.ns, with catalogProps
+// and the fault kind's overrides.
+func (x *trialCtx) catalogConfig() string {
+	props := overrides(catalogProps, x.fault.catalogProps)
+	cfg := "catalog:\n  rest:\n    type: rest\n    uri: " + x.env.proxy.URL() + "t/" + x.ns + "/\n"
+	for _, p := range props {
+		k, v, _ := strings.Cut(p, "=")
+		cfg += fmt.Sprintf("    %s: %q\n", k, v)
+	}
+	return cfg
+}
+
+// overrides returns base (k=v strings) with the keys of over replaced.
+func overrides(base, over []string) []string {
+	out := append([]string{}, base...)
+	for _, o := range over {
 		k, _, _ := strings.Cut(o, "=")
 		for i, p := range out {
 			if strings.HasPrefix(p, k+"=") {
@@ -215,7 +297,13 @@ func (x *trialCtx) tableProps(props ...string) []string {
 			}
 		}
 	}
-	return append(out, props...)
+	return out
+}
+
+// tableProps returns the properties the trial's tables are created with:
+// retryProps with the fault kind's overrides, then props.
+func (x *trialCtx) tableProps(props ...string) []string {
+	return append(overrides(retryProps, x.fault.props), props...)
 }
 
 // propertyFlags returns tableProps as --property flags.
@@ -803,11 +891,19 @@ func prepSync(x *trialCtx) (*step, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"sync", x.table("src"), x.table("dst"), "--key", "id", "--filter", "n >= 20"}, x.propertyFlags()...)
+	incremental := x.r.IntN(3) != 0
+	dstNS, newNS := x.ns, false
+	if !incremental {
+		dstNS, newNS = x.newNS()
+	}
+	dst := dstNS + ".dst"
+	args := append([]string{"sync", x.table("src"), dst, "--key", "id", "--filter", "n >= 20"}, x.propertyFlags()...)
 	keep := func(r mrow) bool { return r.n >= 20 }
 	variant := "first build"
+	if newNS {
+		variant += " in a new namespace"
+	}
 	var before []string
-	incremental := x.r.IntN(3) != 0
 	if incremental {
 		variant = "incremental"
 		if err := x.floe(args...); err != nil {
@@ -824,9 +920,9 @@ func prepSync(x *trialCtx) (*step, error) {
 	}
 	return &step{
 		variant: layoutDesc(fv, partition, mode) + "; " + variant,
-		args:    args, posts: 1, guard: true,
+		args:    args, posts: 1, guard: true, creates: creates(!incremental, 1), newNamespace: newNS,
 		tables: []*expectTable{{
-			name: x.table("dst"), cols: faultCols, absent: !incremental, before: before,
+			name: dst, cols: faultCols, absent: !incremental, before: before,
 			after:   canonModel(rows, faultCols, keep),
 			props:   map[string]string{"watermark.source-snapshot-id": strconv.FormatInt(wm, 10)},
 			commits: 1,
@@ -849,23 +945,28 @@ func prepPipeline(x *trialCtx) (*step, error) {
 		props += fmt.Sprintf("%s: %q", k, v)
 	}
 	props += "}"
+	incremental := x.r.IntN(3) != 0
+	dstNS, newNS := x.ns, false
+	if !incremental {
+		dstNS, newNS = x.newNS()
+	}
 	yaml := fmt.Sprintf(`transforms:
   - name: mid
     type: sync
     source: %[1]s.src
-    destination: %[1]s.mid
+    destination: %[3]s.mid
     key: [id]
     filter: "n >= 20"
     properties: %[2]s
   - name: out
     type: sync
-    source: %[1]s.mid
-    destination: %[1]s.out
+    source: %[3]s.mid
+    destination: %[3]s.out
     key: [id]
     filter: "n < 80"
     columns: [id, n]
     properties: %[2]s
-`, x.ns, props)
+`, x.ns, props, dstNS)
 	if err := os.WriteFile(filepath.Join(x.dir, "pipeline.yaml"), []byte(yaml), 0o644); err != nil {
 		return nil, err
 	}
@@ -874,8 +975,10 @@ func prepPipeline(x *trialCtx) (*step, error) {
 	inOut := func(r mrow) bool { return r.n >= 20 && r.n < 80 }
 	outCols := []string{"id", "n"}
 	variant := "first build"
+	if newNS {
+		variant += " in a new namespace"
+	}
 	var beforeMid, beforeOut []string
-	incremental := x.r.IntN(3) != 0
 	if incremental {
 		variant = "incremental"
 		if err := x.floe(args...); err != nil {
@@ -892,13 +995,13 @@ func prepPipeline(x *trialCtx) (*step, error) {
 	}
 	return &step{
 		variant: layoutDesc(fv, partition, mode) + "; " + variant,
-		args:    args, posts: 2, guard: true,
+		args:    args, posts: 2, guard: true, creates: creates(!incremental, 2), newNamespace: newNS,
 		tables: []*expectTable{
-			{name: x.table("mid"), cols: faultCols, absent: !incremental, before: beforeMid,
+			{name: dstNS + ".mid", cols: faultCols, absent: !incremental, before: beforeMid,
 				after: canonModel(rows, faultCols, inMid), commits: 1,
 				props: map[string]string{"watermark.source-snapshot-id": strconv.FormatInt(wm, 10)}},
-			{name: x.table("out"), cols: outCols, absent: !incremental, before: beforeOut,
-				after: canonModel(rows, outCols, inOut), commits: 1, watermarkOf: x.table("mid")},
+			{name: dstNS + ".out", cols: outCols, absent: !incremental, before: beforeOut,
+				after: canonModel(rows, outCols, inOut), commits: 1, watermarkOf: dstNS + ".mid"},
 		},
 	}, nil
 }
@@ -931,10 +1034,18 @@ func prepDeltaSync(x *trialCtx) (*step, error) {
 	if x.r.IntN(2) == 0 {
 		mode = "merge-on-read"
 	}
-	args := append([]string{"delta", "sync", path, x.table("d"), "--equality-columns", "id", "--mode", mode}, x.propertyFlags()...)
-	variant := "first sync"
-	var before []string
 	incremental := x.r.IntN(3) != 0
+	dstNS, newNS := x.ns, false
+	if !incremental {
+		dstNS, newNS = x.newNS()
+	}
+	dst := dstNS + ".d"
+	args := append([]string{"delta", "sync", path, dst, "--equality-columns", "id", "--mode", mode}, x.propertyFlags()...)
+	variant := "first sync"
+	if newNS {
+		variant += " in a new namespace"
+	}
+	var before []string
 	if incremental {
 		variant = "incremental"
 		if err := x.floe(args...); err != nil {
@@ -966,14 +1077,22 @@ func prepDeltaSync(x *trialCtx) (*step, error) {
 	}
 	return &step{
 		variant: mode + "; " + variant,
-		args:    args, posts: 1, guard: true,
+		args:    args, posts: 1, guard: true, creates: creates(!incremental, 1), newNamespace: newNS,
 		tables: []*expectTable{{
-			name: x.table("d"), cols: faultCols, absent: !incremental, before: before,
+			name: dst, cols: faultCols, absent: !incremental, before: before,
 			after:   canonModel(rows, faultCols, nil),
 			props:   map[string]string{"floe.delta.source-version": strconv.FormatInt(v, 10)},
 			commits: 1,
 		}},
 	}, nil
+}
+
+// creates is n when first (a first build creates its n tables), else 0.
+func creates(first bool, n int) int {
+	if first {
+		return n
+	}
+	return 0
 }
 
 var faultCommands = []*faultCommand{

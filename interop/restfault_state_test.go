@@ -193,7 +193,7 @@ func (x *trialCtx) stateOf(ex *expectTable, scan bool) *tableState {
 	ident := table.Identifier(strings.Split(ex.name, "."))
 	tbl, err := x.env.direct.LoadTable(ctx, ident)
 	if err != nil {
-		if errors.Is(err, catalog.ErrNoSuchTable) {
+		if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 			return s
 		}
 		s.loadErr = err
@@ -259,7 +259,7 @@ func (x *trialCtx) stateOf(ex *expectTable, scan bool) *tableState {
 	if s.head() != 0 {
 		run := x.env.runFloe(x.dir, "--format", "jsonl", "table", "scan", ex.name)
 		if run.exit != 0 {
-			s.scanErr = strings.TrimSpace(truncateText(run.stderr, 600))
+			s.scanErr = fmt.Sprintf("exit %d (%v): %s", run.exit, run.err, strings.TrimSpace(truncateText(run.stderr, 600)))
 		} else if rows, err := decodeScan(run.stdout, ex.cols); err != nil {
 			s.scanErr = err.Error()
 		} else {

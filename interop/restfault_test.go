@@ -79,7 +79,10 @@ func TestRESTFaults(t *testing.T) {
 	t.Logf("random seed %d, %d trials, %d workers (set FLOE_INTEROP_SEED, FLOE_INTEROP_FAULT_TRIALS, FLOE_INTEROP_FAULT_WORKERS; FLOE_INTEROP_FAULT_TRIAL=N replays one)",
 		seed, total, workers)
 
-	ctx := testCtx(t)
+	// Its own budget, not testCtx's 10 minutes: 352 trials take 3 to 4
+	// minutes on a quiet 2-core machine, and twice that under load.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
 	srv, err := interop.StartREST(ctx, e, interop.RESTOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -95,20 +98,13 @@ func TestRESTFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "floe-proxy.yaml")
-	if err := os.WriteFile(cfg, []byte("catalog:\n  rest:\n    type: rest\n    uri: "+proxy.URL()+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	bin := os.Getenv("FLOE_INTEROP_FAULT_BIN") // another build of floe to try, e.g. a branch's
 	if bin == "" {
 		bin = interop.FloeBinary(t)
 	} else {
 		t.Logf("floe binary %s (FLOE_INTEROP_FAULT_BIN)", bin)
 	}
-	env := &faultEnv{
-		ctx: ctx, srv: srv, proxy: proxy, direct: direct, bin: bin,
-		global: []string{"--config", cfg, "--catalog", "rest"}, dir: dir, engines: engines,
-	}
+	env := &faultEnv{ctx: ctx, srv: srv, proxy: proxy, direct: direct, bin: bin, dir: dir, engines: engines}
 	env.py = interop.SharedPy(t) // delta-rs writes the Delta tables
 	if engines {
 		spark := interop.SharedSpark(t)
@@ -160,16 +156,16 @@ func TestRESTFaults(t *testing.T) {
 }
 
 // faultEnv is what every trial shares: the server, the proxy, the floe
-// binary configured to reach the server through the proxy, iceberg-go's REST
-// catalog on the server itself (to look at tables without faults), and the
-// engines that sample-read the results.
+// binary (each trial's folder holds its configuration, a catalog reaching
+// the server through the proxy), iceberg-go's REST catalog on the server
+// itself (to look at tables without faults), and the engines that
+// sample-read the results.
 type faultEnv struct {
 	ctx     context.Context
 	srv     *interop.RESTServer
 	proxy   *faultproxy.Proxy
 	direct  *rest.Catalog
 	bin     string
-	global  []string
 	dir     string
 	engines bool
 	py      *interop.Py
@@ -237,11 +233,16 @@ func (f *floeRun) String() string {
 // commandTimeout bounds one floe run; a run killed by it is a hang.
 const commandTimeout = 2 * time.Minute
 
-// runFloe runs the floe binary with the proxy's catalog in dir.
+// trialConfig is the name of a trial's floe configuration file in its
+// folder (see trialCtx.catalogConfig).
+const trialConfig = "floe.yaml"
+
+// runFloe runs the floe binary in dir with the catalog of dir's
+// configuration file.
 func (env *faultEnv) runFloe(dir string, args ...string) *floeRun {
 	ctx, cancel := context.WithTimeout(env.ctx, commandTimeout)
 	defer cancel()
-	full := append(append([]string{}, env.global...), args...)
+	full := append([]string{"--config", filepath.Join(dir, trialConfig), "--catalog", "rest"}, args...)
 	cmd := exec.CommandContext(ctx, env.bin, full...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
@@ -295,6 +296,10 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 	}
 	defer os.RemoveAll(dir)
 	x := &trialCtx{env: env, r: r, ns: ns, dir: dir, res: res, fault: tr.fault}
+	if err := os.WriteFile(filepath.Join(dir, trialConfig), []byte(x.catalogConfig()), 0o644); err != nil {
+		res.problemf("setup: %v", err)
+		return res
+	}
 	st, err := tr.cmd.prepare(x)
 	if err != nil {
 		res.problemf("setup: %v", err)
@@ -305,7 +310,7 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 	// The model of the table before the command must be what floe reads
 	// (a wrong model would make every later check meaningless).
 	before := map[string]*tableState{}
-	scan := tr.fault.name == "none" || r.IntN(3) == 0 // floe's read of the setup: sampled, it costs a run
+	scan := tr.fault.control || r.IntN(3) == 0 // floe's read of the setup: sampled, it costs a run
 	for _, ex := range st.tables {
 		s := x.stateOf(ex, scan)
 		before[ex.name] = s
@@ -315,11 +320,12 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 		}
 	}
 
-	rules, desc := tr.fault.rules(r, st.posts)
+	rules, desc := tr.fault.rules(r, st)
 	if desc != "" {
 		res.detail += "; " + desc
 	}
-	plan := env.proxy.Start(faultproxy.Plan{Scope: "/v1/namespaces/" + ns + "/**", Rules: rules, Seed: r.Uint64()})
+	// The plan sees every request of the trial's catalog (tenant ns).
+	plan := env.proxy.Start(faultproxy.Plan{Tenant: ns, Rules: rules, Seed: r.Uint64()})
 	run := env.runFloe(dir, st.args...)
 	plan.Stop()
 	plan.Wait() // a late commit lands before the table is looked at
@@ -329,6 +335,11 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 	lostOn := map[string]bool{} // tables whose commit landed with its answer lost
 	for _, e := range plan.Events() {
 		res.logf("  %s", e)
+		if e.Fired() && e.Fault.Action == faultproxy.DelayAfter && !strings.Contains(e.Err, "client gone") {
+			// The answer was held past rest.request-timeout: floe must
+			// have given up on it, not waited it out.
+			res.problemf("floe waited out an answer the catalog held for %s (%s %s), past its request timeout", e.Fault.Delay, e.Method, e.Path)
+		}
 		if e.Fired() {
 			res.fired = true
 			if e.Method == "POST" && faultproxy.Match(commitPath, e.Path) {
@@ -349,7 +360,7 @@ func (tr *trial) run(env *faultEnv) *trialResult {
 
 	// The faulted run.
 	checkRun(res, run, "faulted run")
-	if tr.fault.name == "none" {
+	if tr.fault.control {
 		if n := plan.Count("POST", commitPath); n != st.posts {
 			res.problemf("a run without faults sent %d commit(s), the trial expects %d", n, st.posts)
 		}
@@ -468,6 +479,9 @@ func checkRun(res *trialResult, run *floeRun, what string) {
 	}
 	if run.exit != 0 && !strings.HasPrefix(run.stderr, "floe: ") && !strings.Contains(run.stderr, "\nfloe: ") {
 		res.problemf("%s: the failure printed no floe: message", what)
+	}
+	if strings.Contains(run.stderr, "invalid character '<'") {
+		res.problemf("%s: a gateway's HTML error page reached the user as a JSON decoding error, without its status", what)
 	}
 }
 

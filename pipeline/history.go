@@ -88,6 +88,7 @@ type RunOutput struct {
 	RowsAdded   int64  `json:"rows_added"`
 	RowsRemoved int64  `json:"rows_removed"`
 	Attempts    int    `json:"attempts,omitempty"`
+	AnswerLost  bool   `json:"answer_lost,omitempty"`
 }
 
 // Failed reports whether the run failed or was blocked.

@@ -41,6 +41,9 @@ type Metrics struct {
 	// answer was lost and could not be found again: the commit may or may
 	// not have happened; see commit.ErrOutcomeUnknown).
 	CommitUnknown *prometheus.CounterVec
+	// CommitAnswerLost counts commits whose answer was lost and that floe
+	// then found on the table by their commit id (committed once).
+	CommitAnswerLost *prometheus.CounterVec
 	// SnapshotsBehind is, per transform and input, how many snapshots of the
 	// input the transform has not processed yet.
 	SnapshotsBehind *prometheus.GaugeVec
@@ -90,6 +93,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Runs that lost a race with another build of the same transform: superseded, or failed after too many concurrent commits.", "transform"),
 		CommitUnknown: counter("floe_pipeline_commit_unknown_total",
 			"Commits whose outcome is unknown: the catalog's answer was lost, the commit may or may not have happened.", "transform"),
+		CommitAnswerLost: counter("floe_pipeline_commit_answer_lost_total",
+			"Commits whose answer from the catalog was lost, found on the table by their commit id afterwards (committed once).", "transform", "output"),
 		SnapshotsBehind: gauge("floe_pipeline_snapshots_behind",
 			"Snapshots of an input committed after the watermark of the transform's output.", "transform", "input"),
 		RowsBehind: gauge("floe_pipeline_rows_behind",
@@ -109,7 +114,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Builds, m.BuildDuration, m.RowsAdded, m.RowsRemoved, m.BytesRead, m.BytesWritten,
-			m.CommitRetries, m.CommitConflicts, m.CommitUnknown, m.SnapshotsBehind, m.RowsBehind, m.InputLag,
+			m.CommitRetries, m.CommitConflicts, m.CommitUnknown, m.CommitAnswerLost, m.SnapshotsBehind, m.RowsBehind, m.InputLag,
 			m.OutputLag, m.Freshness, m.LastSuccess, m.StatusTime, m.StatusUp)
 	}
 	return m
@@ -143,6 +148,9 @@ func (m *Metrics) Observe(s *Step, o Outcome) {
 	for _, out := range o.Result.Outputs {
 		if out.Attempts > 1 {
 			m.CommitRetries.WithLabelValues(s.Name, out.Table).Add(float64(out.Attempts - 1))
+		}
+		if out.AnswerLost {
+			m.CommitAnswerLost.WithLabelValues(s.Name, out.Table).Inc()
 		}
 		if !out.Committed {
 			continue

@@ -272,7 +272,7 @@ func (r *Runner) runRecord(s *Step, o Outcome) RunRecord {
 		}
 		for _, out := range res.Outputs {
 			rec.Outputs = append(rec.Outputs, RunOutput{Table: out.Table, Committed: out.Committed, SnapshotID: out.SnapshotID,
-				RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved, Attempts: out.Attempts})
+				RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved, Attempts: out.Attempts, AnswerLost: out.AnswerLost})
 			if out.Committed {
 				rec.RowsAdded += out.RowsAdded
 				rec.RowsRemoved += out.RowsRemoved

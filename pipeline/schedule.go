@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/floedata/floe/internal/safe"
 )
 
 // Clock is the time source of a Scheduler (tests use a fake one).
@@ -231,6 +233,7 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 			st.running = true
 			running++
 			go func(i int, s *Step, started time.Time, lastRun time.Duration) {
+				defer safe.Recover(func(err error) { done <- panicked(i, s, started, err) })
 				if s.TargetLag > 0 && sc.Pending != nil {
 					if next, due := sc.targetDue(ctx, clock, s, lastRun); !due {
 						done <- finished{i: i, started: started, checked: true, next: next}

@@ -59,7 +59,7 @@ func runMerge(ctx context.Context, req MergeRequest) (transform.CommitResult, er
 		return transform.CommitResult{}, err
 	}
 	return transform.CommitResult{Committed: res.Committed, SnapshotID: res.SnapshotID, RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved,
-		Attempts: res.Attempts}, nil
+		Attempts: res.Attempts, AnswerLost: res.AnswerLost}, nil
 }
 
 // deltaSyncer runs delta steps with deltasync.Sync.
@@ -100,7 +100,7 @@ func (deltaSyncer) Sync(ctx context.Context, req DeltaSyncRequest) (*transform.R
 // snapshot (on a first run) and of every batch of changes, and the last
 // snapshot committed.
 func DeltaOutput(ctx context.Context, cat *catalog.Catalog, ident []string, res *deltasync.Result) transform.OutputResult {
-	o := transform.OutputResult{Name: "destination", Table: catalog.FormatName(ident), Operation: "delta sync", Committed: res.Committed}
+	o := transform.OutputResult{Name: "destination", Table: catalog.FormatName(ident), Operation: "delta sync", Committed: res.Committed, AnswerLost: res.AnswerLost}
 	if res.Migrated {
 		o.RowsAdded += res.MigratedRows
 	}

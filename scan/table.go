@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/rows"
 )
 
@@ -282,6 +283,7 @@ func ordered[T any](ctx context.Context, conc int, tasks []T, read func(context.
 		go func() {
 			n := 0
 			defer func() { launched <- n }()
+			defer safe.Recover(func(err error) { safe.Send(ctx, chans[n%len(chans)], item{err: err}) }) // task n is the next the consumer reads (n < len(chans) inside the loop)
 			for i, t := range tasks {
 				select {
 				case sem <- struct{}{}:
@@ -296,6 +298,7 @@ func ordered[T any](ctx context.Context, conc int, tasks []T, read func(context.
 				go func(ch chan item, t T) {
 					defer workers.Done()
 					defer close(ch)
+					defer safe.Recover(func(err error) { safe.Send(ctx, ch, item{err: err}) })
 					err := read(ctx, t, func(r arrow.RecordBatch) bool {
 						select {
 						case ch <- item{rec: r}:
@@ -319,6 +322,7 @@ func ordered[T any](ctx context.Context, conc int, tasks []T, read func(context.
 			// Release what workers produced after we stopped, once they
 			// have all returned.
 			go func() {
+				defer safe.Recover(nil)
 				n := <-launched
 				workers.Wait()
 				for _, ch := range chans[:n] {

@@ -166,12 +166,12 @@ func Create(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, s
 		}
 	}
 	ns := ident[:len(ident)-1]
-	if ok, err := cat.Iceberg().CheckNamespaceExists(ctx, ns); err != nil {
+	if ok, err := cat.NamespaceExists(ctx, ns); err != nil {
 		return nil, err
 	} else if !ok {
 		return nil, fmt.Errorf("%w: %s", catalog.ErrNoSuchNamespace, catalog.MissingNamespace(ident, "creating"))
 	}
-	tbl, err := cat.Iceberg().CreateTable(ctx, ident, sc, icecat.WithPartitionSpec(&spec), icecat.WithProperties(props))
+	tbl, err := cat.CreateTable(ctx, ident, sc, icecat.WithPartitionSpec(&spec), icecat.WithProperties(props))
 	if err != nil {
 		if errors.Is(err, icecat.ErrTableAlreadyExists) {
 			return nil, fmt.Errorf("create %s: %w", catalog.FormatName(ident), err)

@@ -180,6 +180,9 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 			log.Info("committed output", "output", o.spec.Table, "operation", o.result.Operation,
 				"snapshot", o.result.SnapshotID, "rows_added", o.result.RowsAdded, "rows_removed", o.result.RowsRemoved)
 		}
+		if o.result.AnswerLost {
+			log.Warn("the catalog's answer to the output's commit was lost; floe reloaded the table and found the commit: it landed once", "output", o.spec.Table)
+		}
 	}
 	res.Duration = time.Since(res.Started)
 	return res, nil

@@ -44,6 +44,9 @@ type CommitResult struct {
 	RowsAdded   int64
 	RowsRemoved int64
 	Attempts    int // commit attempts (0 = not known)
+	// AnswerLost: the catalog's answer to the commit was lost and the
+	// commit was found on the table (commit.Outcome.AnswerLost).
+	AnswerLost bool
 }
 
 // CommitFunc commits one output's change for a build (see Output.Commit).
@@ -86,6 +89,6 @@ func (o *Output) Commit(op string, create *arrow.Schema, fn CommitFunc) error {
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
-	o.result.Attempts = res.Attempts
+	o.result.Attempts, o.result.AnswerLost = res.Attempts, res.AnswerLost
 	return nil
 }

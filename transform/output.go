@@ -51,6 +51,10 @@ type OutputResult struct {
 	// Attempts counts the commit attempts (1: no conflict with another
 	// writer; 0: unknown, or nothing was committed).
 	Attempts int
+	// AnswerLost reports that the catalog's answer to the output's commit
+	// was lost and floe found the commit on the table by its id
+	// (commit.Outcome.AnswerLost): it landed once.
+	AnswerLost bool
 }
 
 // Name is the output's declared name.
@@ -178,7 +182,7 @@ func (o *Output) createWith(ctx context.Context, schema *arrow.Schema, prepare c
 // record notes what a commit did: its outcome and the change r it
 // committed (nil for a commit of properties only).
 func (o *Output) record(out *commit.Outcome, r *write.Result) {
-	o.result.Committed, o.result.SnapshotID, o.result.Attempts = out.Committed, out.SnapshotID, out.Attempts
+	o.result.Committed, o.result.SnapshotID, o.result.Attempts, o.result.AnswerLost = out.Committed, out.SnapshotID, out.Attempts, out.AnswerLost
 	if r != nil {
 		o.result.RowsAdded, o.result.RowsRemoved = r.RowsAdded, r.RowsRemoved
 	}
@@ -208,7 +212,7 @@ func (o *Output) ApplyChangelog(changes array.RecordReader, keys ...string) erro
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
-	o.result.Attempts = res.Attempts
+	o.result.Attempts, o.result.AnswerLost = res.Attempts, res.AnswerLost
 	return nil
 }
 
@@ -249,7 +253,7 @@ func (o *Output) Merge(statement string, source array.RecordReader) error {
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
-	o.result.Attempts = res.Attempts
+	o.result.Attempts, o.result.AnswerLost = res.Attempts, res.AnswerLost
 	return nil
 }
 
@@ -287,6 +291,7 @@ func (o *Output) finish(ctx context.Context) error {
 			return fmt.Errorf("output %s: commit native transaction: %w", o.spec.Table, err)
 		}
 		o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
+		o.result.AnswerLost = res.AnswerLost
 		return nil
 	}
 	if o.written {

@@ -14,8 +14,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
 )
@@ -293,7 +293,7 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		res.FilesScanned = len(tasks)
 		works := make([]*fileWork, len(tasks))
 		var mu sync.Mutex
-		g, gctx := errgroup.WithContext(ctx)
+		g, gctx := safe.WithContext(ctx)
 		g.SetLimit(2)
 		for i, t := range tasks {
 			g.Go(func() error {

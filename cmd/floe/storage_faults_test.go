@@ -88,7 +88,7 @@ const faultsPipeline = `transforms:
 // must fail). After each trial the tables on S3 must hold exactly the rows
 // of the same history on local disk (no partial commit, nothing lost); a
 // failed command is rerun without faults and must converge. Counts are
-// logged (docs/reliability-storage.md). FLOE_STORAGE_FAULT_TRIALS sets the
+// logged (docs/reliability.md, storage faults). FLOE_STORAGE_FAULT_TRIALS sets the
 // number of trials (default 12), FLOE_STORAGE_FAULT_SEED the seed.
 func TestStorageFaults(t *testing.T) {
 	trials := 12

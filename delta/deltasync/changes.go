@@ -81,6 +81,7 @@ func (s *syncer) applyBatch(ctx context.Context, from, to int64) error {
 	s.res.Batches = append(s.res.Batches, b)
 	s.res.Watermark = to
 	s.res.Committed = s.res.Committed || res.Committed
+	s.res.AnswerLost = s.res.AnswerLost || res.AnswerLost
 	s.log().Info("delta sync: applied changes", "table", s.name, "source", s.src.Location(), "from_version", from, "to_version", to,
 		"change_rows", n, "upserts", res.Upserts, "deletes", res.Deletes, "rows_added", res.RowsAdded, "rows_removed", res.RowsRemoved,
 		"mode", res.Mode, "snapshot_id", res.SnapshotID)

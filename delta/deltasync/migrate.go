@@ -116,6 +116,7 @@ func (s *syncer) writeSnapshot(ctx context.Context, tbl *table.Table, snap *delt
 func (s *syncer) migrated(out *commit.Outcome, m *migration) {
 	s.res.Migrated, s.res.MigratedVersion, s.res.MigratedRows, s.res.Watermark = true, m.v, m.rows, m.v
 	s.res.Committed = s.res.Committed || out.Committed
+	s.res.AnswerLost = s.res.AnswerLost || out.AnswerLost
 	s.log().Info("delta sync: migrated snapshot", "table", s.name, "source", s.src.Location(), "version", m.v, "rows", m.rows, "files", len(m.files))
 }
 

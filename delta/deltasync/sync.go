@@ -135,6 +135,9 @@ type Result struct {
 	AddedColumns []string
 	// Committed reports that the run committed anything at all.
 	Committed bool
+	// AnswerLost reports that the catalog's answer to one of the run's
+	// commits was lost and floe found the commit on the table by its id.
+	AnswerLost bool
 }
 
 // Batch is one Iceberg commit of Delta changes.

@@ -9,8 +9,12 @@
 // request, or each matching request with a probability drawn from a seeded
 // random source) grouped in Plans. Several plans may be active at once when
 // their scopes (path patterns) are disjoint, so concurrent tests can share
-// one proxy and one server, each in its own namespace. Every request is
-// recorded as an Event in the plan whose scope it falls in.
+// one proxy and one server, each in its own namespace. A client may also
+// name a tenant by prefixing its paths with /t/<tenant> (a catalog URI
+// http://proxy/t/<tenant>/): the proxy strips the prefix, and a plan for
+// that tenant sees all its requests, /v1/config and namespace creation
+// included, which no namespace scope covers. Every request is recorded as
+// an Event in the plan whose scope it falls in.
 //
 // A Proxy is safe for concurrent use.
 package faultproxy
@@ -157,6 +161,10 @@ type Rule struct {
 
 // Plan is a set of rules applied to the requests whose path falls in Scope.
 type Plan struct {
+	// Tenant, when set, limits the plan to the requests of clients whose
+	// paths start with /t/<Tenant> (see the package comment); Scope and the
+	// rules then match the path without that prefix.
+	Tenant string
 	// Scope is a path pattern (Rule.Path's syntax), e.g.
 	// "/v1/namespaces/t17/**". "" takes every request not in another
 	// active plan's scope.
@@ -456,13 +464,14 @@ func Match(pattern, path string) bool {
 
 // ServeHTTP applies the plan the request falls in and forwards it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	tenant := stripTenant(req)
 	path := req.URL.Path
 	p.mu.Lock()
 	p.seq++
 	seq := p.seq
 	run := p.global
 	for _, r := range p.plans {
-		if Match(r.plan.Scope, path) {
+		if (r.plan.Tenant == "" || r.plan.Tenant == tenant) && Match(r.plan.Scope, path) {
 			run = r
 			break
 		}
@@ -572,6 +581,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.WriteHeader(resp.status)
 	_, _ = w.Write(resp.body)
+}
+
+// stripTenant removes a /t/<tenant> prefix from the request's path and
+// returns the tenant ("" when there is none).
+func stripTenant(req *http.Request) string {
+	rest, ok := strings.CutPrefix(req.URL.Path, "/t/")
+	if !ok {
+		return ""
+	}
+	tenant, after, _ := strings.Cut(rest, "/")
+	req.URL.Path = "/" + after
+	if raw, ok := strings.CutPrefix(req.URL.RawPath, "/t/"+tenant); ok {
+		req.URL.RawPath = raw
+	} else {
+		req.URL.RawPath = ""
+	}
+	return tenant
 }
 
 type answer struct {

@@ -270,3 +270,50 @@ func TestProbSeeded(t *testing.T) {
 		t.Errorf("probability 0.3 fired %d of 40 times", n)
 	}
 }
+
+// TestTenants: a client whose paths start with /t/<tenant> reaches the
+// server without the prefix, and a plan for its tenant sees and breaks
+// every one of its requests (/v1/config and POST /v1/namespaces included),
+// not another tenant's.
+func TestTenants(t *testing.T) {
+	srv, hs := newServer(t)
+	p := newProxy(t, hs.URL+"/")
+	a := p.Start(Plan{Tenant: "a", Rules: []Rule{
+		{Name: "config", Method: "GET", Path: "/v1/config", Nth: 1, Fault: Fault{Action: FailBefore, Status: 503}},
+		{Name: "ns", Method: "POST", Path: "/v1/namespaces", Nth: 1, Fault: Fault{Action: FailAfter, Status: 502}},
+	}})
+	b := p.Start(Plan{Tenant: "b"})
+	c := &http.Client{}
+	status := func(method, url string) int {
+		s, body, err := do(t, c, method, url, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s == 200 && !strings.Contains(body, `"query":"`) {
+			t.Fatalf("%s %s: %s", method, url, body)
+		}
+		return s
+	}
+	got := []int{
+		status("GET", p.URL()+"t/a/v1/config"), status("GET", p.URL()+"t/b/v1/config"), status("GET", p.URL()+"t/a/v1/config?warehouse=w"),
+		status("POST", p.URL()+"t/a/v1/namespaces"), status("POST", p.URL()+"t/a/v1/namespaces"),
+	}
+	want := []int{503, 200, 200, 502, 200}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("statuses %v, want %v", got, want)
+		}
+	}
+	if n := srv.count("GET /v1/config"); n != 2 {
+		t.Errorf("the server saw %d /v1/config, want 2 (prefix stripped; the failed one not forwarded)", n)
+	}
+	if n := srv.count("POST /v1/namespaces"); n != 2 {
+		t.Errorf("the server saw %d namespace creations, want 2 (the lost answer's landed)", n)
+	}
+	if n, m := len(a.Events()), len(b.Events()); n != 4 || m != 1 {
+		t.Errorf("tenant a has %d events (want 4), b %d (want 1)", n, m)
+	}
+	if e := a.Events()[0]; e.Path != "/v1/config" {
+		t.Errorf("events record the path without the tenant: %q", e.Path)
+	}
+}

@@ -13,7 +13,8 @@ import (
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
-	"golang.org/x/sync/errgroup"
+
+	"github.com/floedata/floe/internal/safe"
 )
 
 // prefixSize is how much of an object Open reads: small files (manifests,
@@ -186,7 +187,7 @@ func (f *blobFile) readRange(p []byte, off int64) (int, error) {
 	if len(p) <= 2*partSize {
 		return get(p, off)
 	}
-	g, _ := errgroup.WithContext(f.io.ctx)
+	g, _ := safe.WithContext(f.io.ctx)
 	g.SetLimit(partConcurrency)
 	for start := 0; start < len(p); start += partSize {
 		part := p[start:min(start+partSize, len(p))]
