@@ -139,8 +139,14 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 // extraCommands are registered by other files of this package as they grow.
 var extraCommands []func(*app) *cobra.Command
 
-// setArgsUsage makes argument-count errors usage errors on every command.
+// setArgsUsage makes argument-count errors usage errors on every command,
+// and an unknown subcommand a usage error (cobra prints the parent's help
+// and succeeds) on every command that only groups others.
 func setArgsUsage(c *cobra.Command) {
+	if !c.Runnable() && c.HasSubCommands() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = unknownSubcommand
+	}
 	if c.Args != nil {
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {
@@ -153,6 +159,27 @@ func setArgsUsage(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		setArgsUsage(sub)
 	}
+}
+
+// unknownSubcommand runs a command that only groups others: alone it
+// prints its help; with an argument that names no subcommand it is a usage
+// error naming it (with suggestions).
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	var subs []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			subs = append(subs, sub.Name())
+		}
+	}
+	msg += "\nCommands of " + cmd.CommandPath() + ": " + strings.Join(subs, ", ")
+	return usageError{errors.New(msg)}
 }
 
 // Main runs floe with os.Args and returns the process exit status: 0, 1
@@ -170,7 +197,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // printing it prefixed with the program's name.
 func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string, stderr io.Writer) int {
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
+	failed, err := cmd.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
@@ -181,7 +208,11 @@ func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string
 	fmt.Fprint(stderr, prog+": "+msg)
 	var u usageError
 	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", prog)
+		path := prog
+		if failed != nil && failed.HasParent() {
+			path = prog + strings.TrimPrefix(failed.CommandPath(), failed.Root().Name())
+		}
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		return 2
 	}
 	return 1

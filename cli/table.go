@@ -34,6 +34,7 @@ func tableCommand(a *app) *cobra.Command {
 	cmd.AddCommand(tableCreate(a), tableList(a), tableDescribe(a), tableSnapshots(a), tableScan(a),
 		tableAppend(a), tableDelete(a), tableUpdate(a), tableOverwrite(a), tableCompact(a),
 		tableBranch(a), tableRollback(a), tableSetCurrent(a), tableRegister(a), tableRemoveOrphans(a))
+	cmd.AddCommand(lifecycleCommands(a)...)
 	return cmd
 }
 
@@ -223,8 +224,7 @@ func (a *app) describe(ident table.Identifier, tbl *table.Table) error {
 	}
 	spec := tbl.Spec()
 	for _, f := range spec.Fields() {
-		src, _ := sc.FindColumnName(f.SourceID())
-		d.Partition = append(d.Partition, fmt.Sprintf("%s(%s) as %s", f.Transform, src, f.Name))
+		d.Partition = append(d.Partition, tableops.FormatPartitionField(sc, f))
 	}
 	for k, v := range tbl.Properties() {
 		d.Properties[k] = v
