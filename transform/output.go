@@ -98,6 +98,11 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 	if err != nil {
 		return err
 	}
+	if replace {
+		if done, err := o.refit(ctx, tbl, rows); done || err != nil {
+			return err
+		}
+	}
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return err

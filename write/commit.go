@@ -34,16 +34,26 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 	if err != nil {
 		return nil, err
 	}
+	if err := r.StageOn(ctx, tx, snapshotProps, props); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// StageOn adds the change (see Stage) to tx, a transaction on the
+// result's branch that may already hold other changes of the same commit,
+// such as the schema update of a rebuild.
+func (r *Result) StageOn(ctx context.Context, tx *table.Transaction, snapshotProps iceberg.Properties, props iceberg.Properties) error {
 	name := scan.FormatIdent(r.Table.Identifier())
 	switch {
 	case r.Empty():
 	case len(r.RemoveData) > 0:
 		add, err := assignFirstRowIDs(r.Table.Metadata(), r.AddData)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := tx.ReplaceFiles(ctx, r.RemoveData, add, r.RemoveDeletes, snapshotProps); err != nil {
-			return nil, fmt.Errorf("stage copy-on-write commit on %s: %w", name, err)
+			return fmt.Errorf("stage copy-on-write commit on %s: %w", name, err)
 		}
 	default:
 		// RowDelta also serves plain appends: on v3 it assigns the new
@@ -55,15 +65,15 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 			rd.RemoveDeletes(r.RemoveDeletes...)
 		}
 		if err := rd.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("stage merge-on-read commit on %s: %w", name, err)
+			return fmt.Errorf("stage merge-on-read commit on %s: %w", name, err)
 		}
 	}
 	if len(props) > 0 {
 		if err := tx.SetProperties(props); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return tx, nil
+	return nil
 }
 
 // Commit stages the change (see Stage) and commits it. It removes no file
