@@ -235,4 +235,3 @@ func columnNames(sc *iceberg.Schema) string {
 	}
 	return strings.Join(out, ", ")
 }
-
