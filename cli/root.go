@@ -38,6 +38,7 @@ type app struct {
 	configFile  string
 	format      string
 	quiet       bool
+	create      bool // the command may create the embedded catalog
 
 	stdout, stderr io.Writer
 	stdin          io.Reader
@@ -49,7 +50,7 @@ func (a *app) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 	if a.cat != nil {
 		return a.cat, nil
 	}
-	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: a.warehouse, Name: a.catalogName, ConfigFile: a.configFile})
+	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: a.warehouse, Name: a.catalogName, ConfigFile: a.configFile, MustExist: !a.create})
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +135,7 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 	pf.StringVar(&a.format, "format", "table", "output format: table, jsonl, csv or json")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only results, no progress or messages")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { a.create = createsCatalog(cmd) }
 }
 
 // extraCommands are registered by other files of this package as they grow.
@@ -172,13 +174,6 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
 	}
-	var subs []string
-	for _, sub := range cmd.Commands() {
-		if sub.IsAvailableCommand() {
-			subs = append(subs, sub.Name())
-		}
-	}
-	msg += "\nCommands of " + cmd.CommandPath() + ": " + strings.Join(subs, ", ")
 	return usageError{errors.New(msg)}
 }
 
@@ -197,7 +192,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // printing it prefixed with the program's name.
 func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string, stderr io.Writer) int {
 	cmd.SetArgs(args)
-	failed, err := cmd.ExecuteContextC(ctx)
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}
@@ -208,11 +203,7 @@ func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string
 	fmt.Fprint(stderr, prog+": "+msg)
 	var u usageError
 	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") {
-		path := prog
-		if failed != nil && failed.HasParent() {
-			path = prog + strings.TrimPrefix(failed.CommandPath(), failed.Root().Name())
-		}
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", prog)
 		return 2
 	}
 	return 1
