@@ -107,8 +107,13 @@ func (c *Catalog) DropNamespace(ctx context.Context, ns table.Identifier) error 
 		return fmt.Errorf("drop namespace %s: %w: it holds %s; drop them first or pass --cascade", FormatName(ns), ErrNamespaceNotEmpty, names)
 	}
 	children, err := c.ice.ListNamespaces(ctx, ns)
-	if err == nil && len(children) > 0 {
-		return fmt.Errorf("drop namespace %s: %w: it holds namespace %s", FormatName(ns), ErrNamespaceNotEmpty, FormatName(children[0]))
+	if err == nil {
+		for _, child := range children {
+			// Some catalogs list the namespace itself among its children.
+			if len(child) > len(ns) {
+				return fmt.Errorf("drop namespace %s: %w: it holds namespace %s", FormatName(ns), ErrNamespaceNotEmpty, FormatName(child))
+			}
+		}
 	}
 	if err := c.ice.DropNamespace(ctx, ns); err != nil {
 		return fmt.Errorf("drop namespace %s: %w", FormatName(ns), err)
