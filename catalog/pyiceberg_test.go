@@ -79,9 +79,9 @@ func TestApplyEnvironment(t *testing.T) {
 	cfg := &Config{Catalogs: map[string]map[string]any{"prod": {"uri": "http://file", "warehouse": "s3://a"}}}
 	err := applyEnvironment(cfg, []string{
 		"PYICEBERG_CATALOG__PROD__URI=http://env",
-		"PYICEBERG_CATALOG__PROD__WAREHOUSE=",              // empty: the file's value stays
-		"PYICEBERG_CATALOG__PROD__S3__ACCESS_KEY_ID=AKIA",  // "__" after the name: ".", "_": "-"
-		"pyiceberg_catalog__Lab__type=sql",                 // case-insensitive
+		"PYICEBERG_CATALOG__PROD__WAREHOUSE=",             // empty: the file's value stays
+		"PYICEBERG_CATALOG__PROD__S3__ACCESS_KEY_ID=AKIA", // "__" after the name: ".", "_": "-"
+		"pyiceberg_catalog__Lab__type=sql",                // case-insensitive
 		"PYICEBERG_DEFAULT_CATALOG=lab",
 		"PYICEBERG_HOME=/somewhere",
 		"PATH=/bin",
