@@ -301,8 +301,8 @@ data files are not rewritten):
   --alter-type "col type" ALTER COLUMN col TYPE type: widening only (int to long,
                           float to double, decimal(P,S) to decimal(P2,S), P2 > P)
   --drop-not-null col     ALTER COLUMN col DROP NOT NULL (make it optional)
-  --set-identifier a,b    SET IDENTIFIER FIELDS (required, primitive, not float)
-  --drop-identifier       DROP IDENTIFIER FIELDS
+  --set-key a,b           SET IDENTIFIER FIELDS: the key (required, primitive, not float)
+  --drop-key              DROP IDENTIFIER FIELDS
   --add-partition-field "bucket(16, id)"   ADD PARTITION FIELD (new data only)
   --drop-partition-field "day(ts)"         DROP PARTITION FIELD (by transform or name)
 
@@ -311,7 +311,7 @@ nothing is committed.`,
 		Example: `  floe table alter shop.orders --add-column "note string comment 'free text' after status"
   floe table alter shop.orders --alter-type "qty long" --drop-not-null customer
   floe table alter shop.orders --rename-column "amount TO total" --drop-column legacy
-  floe table alter shop.orders --set-identifier id,region
+  floe table alter shop.orders --set-key id,region
   floe table alter shop.orders --add-partition-field "bucket(16, id)" --drop-partition-field "day(ts)"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -350,7 +350,7 @@ nothing is committed.`,
 			}
 			switch {
 			case dropID && setID != "":
-				return usagef("give --set-identifier or --drop-identifier, not both")
+				return usagef("give --set-key or --drop-key, not both")
 			case dropID:
 				alt.SetIdentifier = []string{}
 			case setID != "":
@@ -382,8 +382,8 @@ nothing is committed.`,
 	f.StringArrayVar(&rename, "rename-column", nil, `rename a column: "old TO new" or old=new`)
 	f.StringArrayVar(&alterType, "alter-type", nil, `widen a column's type: "col type"`)
 	f.StringArrayVar(&dropNotNull, "drop-not-null", nil, "make a column optional")
-	f.StringVar(&setID, "set-identifier", "", "set the identifier fields, comma-separated")
-	f.BoolVar(&dropID, "drop-identifier", false, "drop the identifier fields")
+	f.StringVar(&setID, "set-key", "", "set the key (the identifier fields), comma-separated")
+	f.BoolVar(&dropID, "drop-key", false, "drop the key (the identifier fields)")
 	f.StringArrayVar(&addPart, "add-partition-field", nil, `add a partition field such as "bucket(16, id)" or "day(ts)"`)
 	f.StringArrayVar(&dropPart, "drop-partition-field", nil, `drop a partition field, by transform ("day(ts)") or name ("ts_day")`)
 	return c

@@ -39,6 +39,7 @@ type app struct {
 	format      string
 	quiet       bool
 	create      bool // the command may create the embedded catalog
+	formatSet   bool // --format was given (else --output's extension picks it)
 
 	stdout, stderr io.Writer
 	stdin          io.Reader
@@ -97,7 +98,7 @@ JdbcCatalog) in ./warehouse; --warehouse or FLOE_WAREHOUSE moves it, --catalog N
 picks a catalog from a pyiceberg-style YAML file (--config or FLOE_CONFIG).`,
 		Example: `  floe demo
   floe namespace create shop
-  floe table create shop.orders --schema "id long not null, status string" --identifier id
+  floe table create shop.orders --schema "id long not null, status string" --key id
   floe table append shop.orders orders.csv
   floe changelog shop.orders --format jsonl`,
 		SilenceUsage:  true,
@@ -135,7 +136,11 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 	pf.StringVar(&a.format, "format", "table", "output format: table, jsonl, csv or json")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only results, no progress or messages")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { a.create = createsCatalog(cmd) }
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		a.create = createsCatalog(cmd)
+		a.formatSet = cmd.Flags().Changed("format")
+		a.warnAliases(cmd)
+	}
 }
 
 // extraCommands are registered by other files of this package as they grow.

@@ -113,7 +113,7 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 			return nil, refuse("no column %s to drop (columns: %s)", col, columnList(sc))
 		}
 		if slices.Contains(newIDs, col) {
-			return nil, refuse("column %s is an identifier field; change the identifier fields first (--set-identifier or --drop-identifier)", col)
+			return nil, refuse("column %s is an identifier field; change the identifier fields first (--set-key or --drop-key)", col)
 		}
 		for _, pf := range spec.Fields() {
 			if pf.SourceID() != f.ID {
