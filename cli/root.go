@@ -136,10 +136,12 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 	pf.StringVar(&a.format, "format", "table", "output format: table, jsonl, csv or json")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only results, no progress or messages")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		a.create = createsCatalog(cmd)
 		a.formatSet = cmd.Flags().Changed("format")
 		a.warnAliases(cmd)
+		_, err := a.outputFormat() // a bad --format is a usage error before anything runs
+		return err
 	}
 }
 

@@ -35,7 +35,7 @@ type File struct {
 	// Warnings are things in the file that work but should change (old
 	// spellings of fields).
 	Warnings []Problem `yaml:"-"`
-	line map[string]int
+	line     map[string]int
 }
 
 // CatalogConfig says which catalog a pipeline file uses (fields documented
