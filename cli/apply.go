@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -33,7 +34,8 @@ UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT), so raw CDC events apply correct
 
 Rows are removed copy-on-write or merge-on-read as the table's write.merge.mode says;
 --delete-mode position forces position deletes (deletion vectors on v3), --delete-mode
-equality writes equality deletes without reading the table's rows. --property k=v
+equality writes equality deletes without reading the table's rows (PyIceberg 0.12 cannot
+read tables with equality deletes: floe warns; table compact removes them). --property k=v
 sets table properties (watermarks) in the same commit.`,
 		Example: `  floe changelog shop.orders --per-key latest --start-snapshot-id 305 --output changes.parquet
   floe apply shop.orders_copy --changes changes.parquet --key id --property watermark.source-snapshot-id=912
@@ -88,6 +90,9 @@ sets table properties (watermarks) in the same commit.`,
 			prog.done()
 			if err != nil {
 				return err
+			}
+			if res.Committed && strings.Contains(res.Mode, "equality") {
+				a.warnEqualityDeletes(catalog.FormatName(ident))
 			}
 			return a.reportApply(catalog.FormatName(ident), res)
 		},

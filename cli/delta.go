@@ -252,7 +252,11 @@ aborts the run before its commit.`,
 				PartitionBy: partitionBy, FormatVersion: formatVersion, Properties: p, EvolveSchema: evolve, MaxVersions: maxVersions}
 			run := func(ctx context.Context, log *slog.Logger) (*deltasync.Result, error) {
 				opts.Logger = log
-				return deltasync.Sync(ctx, cat, src, ident, opts)
+				res, err := deltasync.Sync(ctx, cat, src, ident, opts)
+				if err == nil && res.Committed && dm == merge.DeleteEquality {
+					a.warnEqualityDeletes(catalog.FormatName(ident))
+				}
+				return res, err
 			}
 			if every == 0 {
 				return a.syncOnce(ctx, run)

@@ -41,6 +41,8 @@ type app struct {
 	create      bool // the command may create the embedded catalog
 	formatSet   bool // --format was given (else --output's extension picks it)
 
+	warnedEquality bool // the equality deletes warning was printed
+
 	stdout, stderr io.Writer
 	stdin          io.Reader
 	cat            *catalog.Catalog

@@ -46,9 +46,9 @@ func tableCreate(a *app) *cobra.Command {
 		Use:   "create NS.T --schema COLUMNS",
 		Short: "Create a table",
 		Long: `Create a table. COLUMNS is a comma-separated list of "name type [not null]"; types:
-boolean, int, long, float, double, decimal(p,s), date, time, timestamp, timestamptz,
-timestamp_ns, timestamptz_ns, string, uuid, binary, fixed(n), list<T>, map<K,V>,
-struct<name: T, ...>. Row-level changes are copy-on-write unless the table sets
+boolean, int, long, float, double, decimal(p,s), date, time, timestamp (with zone, as in
+Spark SQL; also timestamptz), timestamp_ntz (without zone), timestamp_ns, timestamptz_ns,
+string, uuid, binary, fixed(n), list<T>, map<K,V>, struct<name: T, ...>. Row-level changes are copy-on-write unless the table sets
 Iceberg's write.delete.mode / write.update.mode / write.merge.mode to merge-on-read.`,
 		Example: `  floe table create shop.orders --schema "id long not null, data string, price decimal(10,2), ts timestamptz, tags list<string>" \
       --key id --partition-by "day(ts), bucket(16,id)" --format-version 3 \

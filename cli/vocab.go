@@ -55,3 +55,14 @@ func outputFormatOf(path string) (rowfile.OutputFormat, bool) {
 	}
 	return 0, false
 }
+
+// warnEqualityDeletes warns, once per command, that the table now has
+// equality delete files, which PyIceberg 0.12 cannot read.
+func (a *app) warnEqualityDeletes(table string) {
+	if a.warnedEquality {
+		return
+	}
+	a.warnedEquality = true
+	a.warnf("%s now has equality delete files: PyIceberg 0.12 cannot read such tables (Spark, Trino and floe can); "+
+		"`floe table compact %s` rewrites them away, or use --delete-mode position", table, table)
+}
