@@ -37,6 +37,7 @@ func (a *app) printJSON(v any) (bool, error) {
 		return false, nil
 	}
 	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
 	if f == rowfile.OutputJSON {
 		enc.SetIndent("", "  ")
 	}
@@ -636,7 +637,7 @@ func (a *app) warnf(format string, args ...any) {
 
 func tableMeta(a *app, what string) *cobra.Command {
 	var all bool
-	var output string
+	var output, columns string
 	short := map[string]string{
 		tableops.MetaFiles:      "List the live data and delete files of the current snapshot (t.files)",
 		tableops.MetaManifests:  "List the manifests of the current snapshot (t.manifests)",
@@ -646,7 +647,12 @@ func tableMeta(a *app, what string) *cobra.Command {
 	c := &cobra.Command{
 		Use:     what + " NS.T",
 		Short:   short,
-		Example: fmt.Sprintf("  floe table %s shop.orders\n  floe table %s shop.orders --format jsonl", what, what),
+		Example: fmt.Sprintf("  floe table %s shop.orders\n  floe table %s shop.orders --format jsonl", what, what) + map[string]string{
+			tableops.MetaFiles:      "\n  floe table files shop.orders --columns content,file_path,record_count",
+			tableops.MetaManifests:  "\n  floe table manifests shop.orders --columns path,added_data_files_count",
+			tableops.MetaHistory:    "\n  floe table history shop.orders --columns snapshot_id,is_current_ancestor",
+			tableops.MetaPartitions: "\n  floe table partitions shop.orders --columns partition,record_count,file_count",
+		}[what],
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -654,7 +660,7 @@ func tableMeta(a *app, what string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			schema, seq, err := tableops.Inspect(ctx, tbl, what, all)
+			schema, seq, err := tableops.Inspect(ctx, tbl, what, all, splitList(columns)...)
 			if err != nil {
 				return err
 			}
@@ -666,5 +672,6 @@ func tableMeta(a *app, what string) *cobra.Command {
 		c.Flags().BoolVar(&all, "all-columns", false, "include the per-column statistics and partition summaries")
 	}
 	c.Flags().StringVar(&output, "output", "", "write to this file (format from its extension unless --format)")
+	c.Flags().StringVar(&columns, "columns", "", "columns to output, comma-separated")
 	return c
 }

@@ -140,7 +140,12 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 	}
 	schemaChanged := len(a.AddColumns)+len(a.RenameColumns)+len(a.AlterTypes)+len(a.DropNotNull)+len(a.DropColumns) > 0 || a.SetIdentifier != nil
 	if schemaChanged {
-		u := tx.UpdateSchema(true, false)
+		var opts []table.UpdateSchemaOption
+		if nm := tbl.Metadata().NameMapping(); nm != nil {
+			// Keep the table's name mapping in step with its columns.
+			opts = append(opts, table.WithNameMapping(nm))
+		}
+		u := tx.UpdateSchema(true, false, opts...)
 		for _, c := range a.AddColumns {
 			u.AddColumn(c.Path, c.Type, c.Doc, false, nil)
 			switch {

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floedata/floe/catalog"
 )
 
 // Metadata tables, as Spark's (SELECT * FROM t.files) and PyIceberg's
@@ -28,9 +31,10 @@ var MetaTables = []string{MetaFiles, MetaManifests, MetaHistory, MetaPartitions}
 var metaDetail = []string{"column_sizes", "value_counts", "null_value_counts", "nan_value_counts",
 	"lower_bounds", "upper_bounds", "key_metadata", "split_offsets", "readable_metrics", "partition_summaries"}
 
-// Inspect returns the rows of one of the table's metadata tables. Without
-// all, the per-column statistics columns are left out.
-func Inspect(ctx context.Context, tbl *table.Table, what string, all bool) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error], error) {
+// Inspect returns the rows of one of the table's metadata tables: the
+// columns named (in that order), else every column but, without all, the
+// per-column statistics.
+func Inspect(ctx context.Context, tbl *table.Table, what string, all bool, columns ...string) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error], error) {
 	in := tbl.Inspect()
 	var (
 		rr  array.RecordReader
@@ -49,15 +53,31 @@ func Inspect(ctx context.Context, tbl *table.Table, what string, all bool) (*arr
 		return nil, nil, fmt.Errorf("no metadata table %q (want one of %v)", what, MetaTables)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s of %s: %w", what, tbl.Identifier(), err)
+		return nil, nil, fmt.Errorf("%s of %s: %w", what, catalog.FormatName(tbl.Identifier()), err)
 	}
 	schema := rr.Schema()
 	var keep []int
 	var fields []arrow.Field
-	for i, f := range schema.Fields() {
-		if all || !slices.Contains(metaDetail, f.Name) {
-			keep = append(keep, i)
-			fields = append(fields, f)
+	if len(columns) > 0 {
+		for _, c := range columns {
+			idx := schema.FieldIndices(c)
+			if len(idx) == 0 {
+				rr.Release()
+				var names []string
+				for _, f := range schema.Fields() {
+					names = append(names, f.Name)
+				}
+				return nil, nil, fmt.Errorf("%s of %s has no column %q (columns: %s)", what, catalog.FormatName(tbl.Identifier()), c, strings.Join(names, ", "))
+			}
+			keep = append(keep, idx[0])
+			fields = append(fields, schema.Field(idx[0]))
+		}
+	} else {
+		for i, f := range schema.Fields() {
+			if all || !slices.Contains(metaDetail, f.Name) {
+				keep = append(keep, i)
+				fields = append(fields, f)
+			}
 		}
 	}
 	out := arrow.NewSchema(fields, nil)

@@ -117,7 +117,12 @@ func (o *Output) refitOnce(ctx context.Context, tbl *table.Table, want *iceberg.
 	}
 	// NB: incompatible changes are allowed so that key columns can become
 	// required and identifier fields; every row is replaced in this commit.
-	u := tx.UpdateSchema(true, true)
+	var opts []table.UpdateSchemaOption
+	if nm := tbl.Metadata().NameMapping(); nm != nil {
+		// Keep the table's name mapping in step with its columns.
+		opts = append(opts, table.WithNameMapping(nm))
+	}
+	u := tx.UpdateSchema(true, true, opts...)
 	for _, h := range have.Fields() {
 		if !keep[h.Name] || !keepsField(have, want, h.Name) {
 			u.DeleteColumn([]string{h.Name})
