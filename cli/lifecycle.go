@@ -645,15 +645,15 @@ func tableMeta(a *app, what string) *cobra.Command {
 		tableops.MetaPartitions: "List partitions with their row, file and delete counts (t.partitions)",
 	}[what]
 	c := &cobra.Command{
-		Use:     what + " NS.T",
-		Short:   short,
+		Use:   what + " NS.T",
+		Short: short,
 		Example: fmt.Sprintf("  floe table %s shop.orders\n  floe table %s shop.orders --format jsonl", what, what) + map[string]string{
 			tableops.MetaFiles:      "\n  floe table files shop.orders --columns content,file_path,record_count",
 			tableops.MetaManifests:  "\n  floe table manifests shop.orders --columns path,added_data_files_count",
 			tableops.MetaHistory:    "\n  floe table history shop.orders --columns snapshot_id,is_current_ancestor",
 			tableops.MetaPartitions: "\n  floe table partitions shop.orders --columns partition,record_count,file_count",
 		}[what],
-		Args:    cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			_, _, tbl, err := a.loadTable(ctx, args[0])
