@@ -96,9 +96,15 @@ between Iceberg snapshots, applying changes by key (upserts, deletes, MERGE INTO
 incremental transforms, and Delta Lake Change Data Feed into Iceberg.
 
 By default floe uses an embedded Iceberg catalog (SQLite, the layout of Iceberg's
-JdbcCatalog) in ./warehouse; --warehouse or FLOE_WAREHOUSE moves it, --catalog NAME
-picks a catalog from a pyiceberg-style YAML file (--config or FLOE_CONFIG).`,
+JdbcCatalog) in ./warehouse, made by floe init or by the first command that creates
+something; --warehouse or FLOE_WAREHOUSE moves it. --catalog NAME picks a catalog from
+a PyIceberg-style YAML file (--config, FLOE_CONFIG, ~/.floe.yaml or the .pyiceberg.yaml
+PyIceberg reads, with its PYICEBERG_CATALOG__* variables and default-catalog).
+
+Exit status: 0 on success, 1 on a failure, 2 on a usage error (a bad flag, argument or
+command).`,
 		Example: `  floe demo
+  floe init
   floe namespace create shop
   floe table create shop.orders --schema "id long not null, status string" --key id
   floe table append shop.orders orders.csv
