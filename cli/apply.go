@@ -20,6 +20,7 @@ func init() { extraCommands = append(extraCommands, applyCommand) }
 func applyCommand(a *app) *cobra.Command {
 	var (
 		changes, keys, seq, deleteMode, branch, changeType string
+		inputFormat                                        string
 		props                                              []string
 	)
 	c := &cobra.Command{
@@ -70,7 +71,14 @@ sets table properties (watermarks) in the same commit.`,
 			if err != nil {
 				return err
 			}
-			r, err := rowfile.Open(ctx, changes, rowfile.ReadOptions{Target: target, Extra: merge.ChangeColumns(target, changeType, seq)})
+			format, err := rowfile.ParseFormat(inputFormat)
+			if err != nil {
+				return usageError{fmt.Errorf("--input-format: %w", err)}
+			}
+			if changes == "-" && format == rowfile.FormatAuto {
+				return usagef("--changes - (stdin) has no file name to tell its format by: pass --input-format csv, jsonl or parquet")
+			}
+			r, err := rowfile.Open(ctx, changes, rowfile.ReadOptions{Target: target, Format: format, Extra: merge.ChangeColumns(target, changeType, seq)})
 			if err != nil {
 				return err
 			}
@@ -98,7 +106,8 @@ sets table properties (watermarks) in the same commit.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&changes, "changes", "", "file of change rows: Parquet, CSV or JSON Lines (required)")
+	f.StringVar(&changes, "changes", "", "file of change rows: Parquet, CSV or JSON Lines; - for stdin (required)")
+	f.StringVar(&inputFormat, "input-format", "", "format of --changes: csv, jsonl or parquet (default: from its extension; required for stdin)")
 	f.StringVar(&keys, "key", "", "key columns, comma-separated (required)")
 	f.StringVar(&seq, "sequence-column", "", "collapse the changes of each key in this column's order")
 	f.StringVar(&changeType, "change-type-column", "", "column holding the change type (default _change_type)")
