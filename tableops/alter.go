@@ -80,6 +80,11 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 		if _, ok := sc.FindFieldByName(c.Name()); ok {
 			return nil, refuse("column %s already exists", c.Name())
 		}
+		if len(c.Path) > 1 && (c.First || c.After != "") {
+			// NB: iceberg-go cannot move a nested column added in the same
+			// update ("relative to field is not a child of the parent").
+			return nil, refuse("FIRST and AFTER place top-level columns only; %s would go last in its struct: leave the placement out", c.Name())
+		}
 	}
 	for _, c := range a.AlterTypes {
 		f, ok := sc.FindFieldByName(c.Name())
@@ -152,8 +157,7 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 			case c.First:
 				u.MoveFirst(c.Path)
 			case c.After != "":
-				rel := append(slices.Clone(c.Path[:len(c.Path)-1]), c.After)
-				u.MoveAfter(c.Path, rel)
+				u.MoveAfter(c.Path, []string{c.After})
 			}
 		}
 		for _, r := range a.RenameColumns {
@@ -183,6 +187,7 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 		if err := u.Commit(); err != nil {
 			return nil, fmt.Errorf("alter %s: %w", name, err)
 		}
+
 		staged, err := tx.StagedTable()
 		if err != nil {
 			return nil, fmt.Errorf("alter %s: %w", name, err)
