@@ -620,6 +620,9 @@ func (a *app) reportExpire(name string, o tableops.ExpireOptions, out *tableops.
 	for _, r := range out.RefsRemoved {
 		a.infof("%s ref %s (past its max-ref-age)", map[bool]string{true: "would drop", false: "dropped"}[o.DryRun], r)
 	}
+	if out.FilesKept && len(out.Expired) > 0 && !o.DryRun {
+		a.infof("the expired snapshots' files stay: %s was registered with --path-root, its files belong to whoever wrote them", name)
+	}
 	if len(out.Kept) > 0 {
 		a.warnf("kept %s that watermarks still need (--force expires them; those outputs then rebuild in full): %s",
 			plural(int64(len(out.Kept)), "snapshot"), tableops.DescribeHolds(out.KeptFor, out.Kept))

@@ -59,7 +59,11 @@ type ExpireOutcome struct {
 	// Forced lists the watermarks whose snapshots were expired anyway.
 	Forced      []Hold
 	RefsRemoved []string // tags and branches past their max-ref-age
-	Table       *table.Table
+	// FilesKept reports that the expired snapshots' files were left in
+	// place: the table was registered with a path root, so its files belong
+	// to whoever wrote them.
+	FilesKept bool
+	Table     *table.Table
 }
 
 // ExpireSnapshots removes old snapshots as Iceberg's expire-snapshots does
@@ -169,7 +173,12 @@ func ExpireSnapshots(ctx context.Context, cat *catalog.Catalog, ident table.Iden
 		return nil, fmt.Errorf("expired snapshots of %s but could not reload it: %w", name, err)
 	}
 	out.Table = post
-	if remove != nil {
+	rooted, err := cat.HasPathRoot(ctx, ident)
+	if err != nil {
+		return out, err
+	}
+	out.FilesKept = rooted
+	if remove != nil && !rooted {
 		// The files only the expired snapshots referenced.
 		if err := remove.PostCommit(ctx, tbl, post); err != nil {
 			return out, fmt.Errorf("expired %d snapshots of %s but could not delete all of their files (remove-orphans cleans up later): %w", len(out.Expired), name, err)
