@@ -72,6 +72,21 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 		dropFields = append(dropFields, f)
 	}
 
+	for _, src := range a.AddPartitionFields {
+		fields, err := ddl.ParsePartitionFields(src, sc)
+		if err != nil {
+			continue // a field on a column added by this alter: checked when it is added
+		}
+		for _, f := range fields {
+			for _, pf := range spec.Fields() {
+				dropped := slices.ContainsFunc(dropFields, func(d iceberg.PartitionField) bool { return d.FieldID == pf.FieldID })
+				if !dropped && pf.SourceID() == f.SourceID && pf.Transform.String() == f.Transform.String() {
+					return nil, refuse("the partition spec already has %s", FormatPartitionField(sc, pf))
+				}
+			}
+		}
+	}
+
 	// Column checks Iceberg's libraries report less clearly.
 	for _, c := range a.AddColumns {
 		if c.Required {
