@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -70,6 +71,10 @@ type Catalog struct {
 	warehouse string // absolute folder for the embedded catalog, else ""
 	db        *sql.DB
 	props     iceberg.Properties
+	// configFile is the configuration file of a named catalog, or the one
+	// Options named for the embedded catalog (storage profiles live there).
+	configFile string
+	wrapIO     func(iceio.IO) iceio.IO // see Wrap
 }
 
 // Open opens the catalog o describes. For the embedded catalog the
@@ -82,7 +87,11 @@ func Open(ctx context.Context, o Options) (*Catalog, error) {
 	}
 	o.EnsureDefaults()
 	if o.Name == "" {
-		return openEmbedded(ctx, o.Warehouse, o.MustExist)
+		c, err := openEmbedded(ctx, o.Warehouse, o.MustExist)
+		if c != nil {
+			c.configFile = o.ConfigFile
+		}
+		return c, err
 	}
 	return openNamed(ctx, o)
 }
@@ -124,18 +133,21 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 	return c.Load(ctx, ident)
 }
 
-// Load loads the table with the given identifier. See LoadTable.
+// Load loads the table with the given identifier. See LoadTable. The
+// table commits through CommitTable, and its file IO is wrapped as Wrap
+// says.
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	tbl, err := c.ice.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, c.explainMissing(ctx, ident, err)
 	}
+	fsF := tbl.FS
 	if root, ok, err := c.pathRoot(ctx, ident); err != nil {
 		return nil, err
 	} else if ok {
-		tbl = withPathRoot(tbl, root, c)
+		fsF = pathRootFSF(root, tbl.MetadataLocation())
 	}
-	return tbl, nil
+	return c.rebind(tbl, fsF), nil
 }
 
 // explainMissing turns iceberg-go's lookup errors into messages that say

@@ -32,9 +32,12 @@ import (
 //	    token: eyJ...                         # or a bearer token
 //
 // Every key of a catalog's map is passed to iceberg-go as a catalog property
-// (so scope, oauth2-server-uri, s3.* and the like work too).
+// (so scope, oauth2-server-uri, s3.* and the like work too). The storage
+// section names sets of storage settings (s3.*, gcs.*, adls.*) for Delta
+// tables outside any catalog; see StorageProfile and docs/storage.md.
 type Config struct {
 	Catalogs map[string]map[string]any `yaml:"catalog"`
+	Storage  map[string]map[string]any `yaml:"storage"`
 	// DefaultCatalog is the catalog used when none is named (PyIceberg's
 	// default-catalog); floe's embedded catalog when empty.
 	DefaultCatalog string `yaml:"default-catalog"`
@@ -125,7 +128,10 @@ func openNamed(ctx context.Context, o Options) (*Catalog, error) {
 			return nil, fmt.Errorf("%w: catalog %q in %s has no type (rest, sql, glue, hive or hadoop)", ErrConfig, o.Name, path)
 		}
 	}
-	c := &Catalog{name: o.Name, kind: kind, props: props}
+	if err := checkWarehouseScheme(o.Name, path, props); err != nil {
+		return nil, err
+	}
+	c := &Catalog{name: o.Name, kind: kind, props: props, configFile: path}
 	switch kind {
 	case "sql":
 		if err := c.openSQL(ctx, props); err != nil {

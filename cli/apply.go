@@ -99,6 +99,7 @@ sets table properties (watermarks) in the same commit.`,
 			if err != nil {
 				return err
 			}
+			a.answerLost(res.AnswerLost, ident, res.CommitID)
 			if res.Committed && strings.Contains(res.Mode, "equality") {
 				a.warnEqualityDeletes(catalog.FormatName(ident))
 			}

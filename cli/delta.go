@@ -13,14 +13,12 @@ import (
 	"syscall"
 	"time"
 
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/spf13/cobra"
 
-	// Object store schemes (s3://, s3a://, gs://, abfs://, abfss://, wasb://)
-	// for Delta tables, through the file IO iceberg-go uses.
-	_ "github.com/apache/iceberg-go/io/gocloud/azure"
-	_ "github.com/apache/iceberg-go/io/gocloud/gcs"
-	_ "github.com/apache/iceberg-go/io/gocloud/s3"
+	// Object store schemes (s3://, s3a://, oss://, gs://, abfs://, abfss://,
+	// wasb://) for every table floe opens: iceberg-go's file IO, with floe's
+	// S3 factory (timeouts, retries, path style, checksums).
+	_ "github.com/floedata/floe/internal/objstore"
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
@@ -40,8 +38,9 @@ Data Feed between two versions or timestamps, and a sync that keeps an Iceberg t
 equal to a Delta table by applying that feed by key.
 
 PATH is a local folder, a file:// URI, or an object store URI (s3://, gs://, abfs://)
-read through iceberg-go's file IO; --source-property k=v passes its settings
-(s3.region, s3.access-key-id, gcs.project-id, adls.account-name, ...).`,
+read with the storage settings of the catalog chosen with --catalog (its s3.*, gcs.*,
+adls.* keys), or of the storage profile --storage NAME of the configuration file;
+--source-property k=v overrides single settings. See docs/storage.md.`,
 		Example: `  floe delta changes ./events --start-version 3
   floe delta sync ./events lake.events --key id`,
 	}
@@ -54,6 +53,7 @@ type deltaRange struct {
 	startVersion, endVersion int64
 	startTS, endTS           string
 	sourceProps              []string
+	storage                  string
 }
 
 func (r *deltaRange) flags(c *cobra.Command, startHelp string) {
@@ -62,7 +62,8 @@ func (r *deltaRange) flags(c *cobra.Command, startHelp string) {
 	f.StringVar(&r.startTS, "start-timestamp", "", "start at the first commit at or after this time (epoch ms or ISO-8601)")
 	f.Int64Var(&r.endVersion, "end-version", 0, "last version, inclusive (default: the latest)")
 	f.StringVar(&r.endTS, "end-timestamp", "", "end at the last commit at or before this time (epoch ms or ISO-8601)")
-	f.StringArrayVar(&r.sourceProps, "source-property", nil, "object store setting k=v for reading PATH (repeatable)")
+	f.StringArrayVar(&r.sourceProps, "source-property", nil, "storage setting k=v for reading PATH, over the catalog's or the profile's (repeatable)")
+	f.StringVar(&r.storage, "storage", "", "read PATH with this storage profile of the configuration file (default: the --catalog's storage settings)")
 }
 
 // bounds parses the bound flags; a bound given both ways is a usage error.
@@ -94,24 +95,31 @@ func (r *deltaRange) bounds(c *cobra.Command) (start, end delta.Bound, err error
 }
 
 // openDelta opens the Delta table at path: local paths directly, URIs with
-// another scheme through iceberg-go's file IO.
-func (r *deltaRange) openDelta(ctx context.Context, path string) (*delta.Table, error) {
+// another scheme through iceberg-go's file IO, with the storage settings of
+// --storage, else of the --catalog, and --source-property on top.
+func (r *deltaRange) openDelta(ctx context.Context, a *app, path string) (*delta.Table, error) {
 	props, err := parseProps(r.sourceProps)
 	if err != nil {
 		return nil, err
 	}
 	scheme, _, ok := strings.Cut(path, "://")
 	if !ok || scheme == "file" {
-		if len(props) > 0 {
-			return nil, usagef("--source-property is for object store locations; %s is local", path)
+		if len(props) > 0 || r.storage != "" {
+			return nil, usagef("--source-property and --storage are for object store locations; %s is local", path)
 		}
 		return delta.Open(ctx, path)
 	}
-	fsys, err := iceio.LoadFS(ctx, props, path)
-	if err != nil {
-		return nil, fmt.Errorf("open Delta table %s: %w", path, err)
+	var cat *catalog.Catalog
+	if a.catalogName != "" {
+		if cat, err = a.Catalog(ctx); err != nil {
+			return nil, err
+		}
 	}
-	return delta.Open(ctx, path, delta.WithFileSystem(delta.FromIcebergIO(fsys)))
+	settings, err := catalog.SourceStorage(cat, a.configFile, r.storage, props)
+	if err != nil {
+		return nil, err
+	}
+	return delta.OpenLocation(ctx, path, settings)
 }
 
 func deltaChangesCommand(a *app) *cobra.Command {
@@ -134,7 +142,8 @@ commit at or before it. Without a start, the feed is read from the oldest versio
 the log still holds; without an end, up to the latest version.`,
 		Example: `  floe delta changes ./events --start-version 3 --format jsonl
   floe delta changes ./events --start-timestamp 2024-05-01T00:00:00Z --end-version 9 --columns id,status,_change_type
-  floe delta changes s3://bucket/events --start-version 0 --source-property s3.region=eu-west-1 --output changes.parquet`,
+  floe delta changes s3://bucket/events --catalog lake --start-version 0 --output changes.parquet
+  floe delta changes s3://bucket/events --storage lake --source-property s3.region=eu-west-1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -142,7 +151,7 @@ the log still holds; without an end, up to the latest version.`,
 			if err != nil {
 				return err
 			}
-			src, err := r.openDelta(ctx, args[0])
+			src, err := r.openDelta(ctx, a, args[0])
 			if err != nil {
 				return err
 			}
@@ -184,6 +193,7 @@ func deltaSyncCommand(a *app) *cobra.Command {
 		maxVersions            int64
 		evolve                 bool
 		every                  time.Duration
+		logFormat, metricsAddr string
 	)
 	c := &cobra.Command{
 		Use:   "sync PATH NS.T --key COL[,COL...]",
@@ -205,8 +215,9 @@ The Delta schema must match the Iceberg table; differences are listed and nothin
 is committed. --evolve-schema adds new nullable columns; anything else needs you.
 
 --every runs forever, one sync per interval (with 10% jitter), logging each run on
-stderr. SIGINT or SIGTERM lets the current run finish and exits; a second signal
-aborts the run before its commit.`,
+stderr (--log-format text|json), with the metrics of floe run at --metrics-addr
+(transform="NS.T"). SIGINT or SIGTERM lets the current run finish and exits; a
+second signal aborts the run before its commit.`,
 		Example: `  floe delta sync ./events shop.events --key id
   floe delta sync ./events shop.events --key id --start-version 12 --mode merge-on-read --partition-by "day(ts)"
   floe delta sync ./events shop.events --evolve-schema --max-versions 100
@@ -240,7 +251,7 @@ aborts the run before its commit.`,
 			if maxVersions < 0 {
 				return usagef("--max-versions %d: want 0 (all) or more", maxVersions)
 			}
-			src, err := r.openDelta(ctx, args[0])
+			src, err := r.openDelta(ctx, a, args[0])
 			if err != nil {
 				return err
 			}
@@ -261,7 +272,16 @@ aborts the run before its commit.`,
 			if every == 0 {
 				return a.syncOnce(ctx, run)
 			}
-			return a.syncEvery(ctx, every, run)
+			log, err := a.pipelineLogger(logFormat)
+			if err != nil {
+				return err
+			}
+			obs, stop, err := serveDeltaMetrics(ctx, cat, src.Location(), catalog.FormatName(ident), metricsAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			return a.syncEvery(ctx, every, obs.wrap(run), log)
 		},
 	}
 	r.flags(c, "first run: migrate the snapshot at this version (default: the end bound, else the latest)")
@@ -275,6 +295,8 @@ aborts the run before its commit.`,
 	f.BoolVar(&evolve, "evolve-schema", false, "add new nullable Delta columns to the Iceberg table")
 	f.Int64Var(&maxVersions, "max-versions", 0, "Delta versions per Iceberg commit (default 0: all in one)")
 	f.DurationVar(&every, "every", 0, "run forever, one sync per interval (e.g. 15m)")
+	f.StringVar(&logFormat, "log-format", "text", "with --every: log format on stderr, text or json")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "with --every: serve Prometheus metrics, /healthz and /readyz on this address (a port alone, :9090, binds 127.0.0.1)")
 	return c
 }
 
@@ -338,8 +360,7 @@ func (a *app) syncOnce(ctx context.Context, run syncRun) error {
 }
 
 // syncEvery runs a sync per interval until a signal, logging each run.
-func (a *app) syncEvery(ctx context.Context, every time.Duration, run syncRun) error {
-	log := a.syncLogger()
+func (a *app) syncEvery(ctx context.Context, every time.Duration, run syncRun, log *slog.Logger) error {
 	runCtx, stop, release := syncSignals(ctx, log)
 	defer release()
 	log.Info("delta sync: starting", "every", every.String())

@@ -75,6 +75,12 @@ are never purged.`,
 			if err != nil {
 				return err
 			}
+			if o.AnswerLost {
+				a.warnf("the catalog's answer to the drop of %s was lost; floe reloaded it and found the table gone: it was dropped", catalog.FormatName(ident))
+			}
+			if o.PurgeErr != nil {
+				a.warnf("%v", o.PurgeErr)
+			}
 			if ok, err := a.printJSON(map[string]any{"table": catalog.FormatName(ident), "dropped": true, "purged": o.Purged, "location": o.Location}); ok || err != nil {
 				return err
 			}
@@ -115,8 +121,12 @@ func tableRename(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := tableops.Rename(ctx, cat, from, to); err != nil {
+			o, err := tableops.Rename(ctx, cat, from, to)
+			if err != nil {
 				return err
+			}
+			if o.AnswerLost {
+				a.warnf("the catalog's answer to the rename of %s was lost; floe reloaded it and found the table under %s: it was renamed", catalog.FormatName(from), catalog.FormatName(to))
 			}
 			if ok, err := a.printJSON(map[string]any{"table": catalog.FormatName(from), "renamed_to": catalog.FormatName(to)}); ok || err != nil {
 				return err
@@ -214,9 +224,11 @@ func tableProperties(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := tableops.SetProperties(ctx, cat, ident, props); err != nil {
+			o, err := tableops.SetProperties(ctx, cat, ident, props)
+			if err != nil {
 				return err
 			}
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
 			keys := make([]string, 0, len(props))
 			for k := range props {
 				keys = append(keys, k)
@@ -242,9 +254,11 @@ func tableProperties(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := tableops.UnsetProperties(ctx, cat, ident, args[1:], ifExists); err != nil {
+			o, err := tableops.UnsetProperties(ctx, cat, ident, args[1:], ifExists)
+			if err != nil {
 				return err
 			}
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
 			a.infof("removed %s from %s", strings.Join(args[1:], ", "), catalog.FormatName(ident))
 			return nil
 		},
@@ -366,10 +380,12 @@ nothing is committed.`,
 			if err != nil {
 				return err
 			}
-			tbl, err := tableops.AlterTable(ctx, cat, ident, alt)
+			o, err := tableops.AlterTable(ctx, cat, ident, alt)
 			if err != nil {
 				return err
 			}
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
+			tbl := o.Table
 			if ok, err := a.printJSON(map[string]any{"table": catalog.FormatName(ident), "schema_id": tbl.Schema().ID, "spec_id": tbl.Metadata().DefaultPartitionSpec()}); ok || err != nil {
 				return err
 			}
@@ -424,11 +440,12 @@ func tableTag(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			id, err := tableops.CreateTag(ctx, cat, ident, args[1], at, keep)
+			o, err := tableops.CreateTag(ctx, cat, ident, args[1], at, keep)
 			if err != nil {
 				return err
 			}
-			a.infof("created tag %s of %s at snapshot %d", args[1], catalog.FormatName(ident), id)
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
+			a.infof("created tag %s of %s at snapshot %d", args[1], catalog.FormatName(ident), o.SnapshotID)
 			return nil
 		},
 	}
@@ -481,11 +498,12 @@ func tableTag(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ok, err := tableops.DropTag(ctx, cat, ident, args[1], ifExists)
+			o, err := tableops.DropTag(ctx, cat, ident, args[1], ifExists)
 			if err != nil {
 				return err
 			}
-			if ok {
+			if o != nil {
+				a.answerLost(o.AnswerLost, ident, o.CommitID)
 				a.infof("dropped tag %s of %s", args[1], catalog.FormatName(ident))
 			} else {
 				a.infof("table %s has no tag %s; nothing dropped", catalog.FormatName(ident), args[1])
@@ -568,6 +586,7 @@ next build then rebuilds in full). --dry-run only reports.`,
 			if err != nil {
 				return err
 			}
+			a.answerLost(out.AnswerLost, ident, out.CommitID)
 			return a.reportExpire(catalog.FormatName(ident), o, out)
 		},
 	}
@@ -621,7 +640,10 @@ func (a *app) reportExpire(name string, o tableops.ExpireOptions, out *tableops.
 		a.infof("%s ref %s (past its max-ref-age)", map[bool]string{true: "would drop", false: "dropped"}[o.DryRun], r)
 	}
 	if out.FilesKept && len(out.Expired) > 0 && !o.DryRun {
-		a.infof("the expired snapshots' files stay: %s was registered with --path-root, its files belong to whoever wrote them", name)
+		a.infof("the expired snapshots' files stay: %s", out.FilesKeptWhy)
+	}
+	if out.CleanupErr != nil {
+		a.warnf("%v", out.CleanupErr)
 	}
 	if len(out.Kept) > 0 {
 		a.warnf("kept %s that watermarks still need (--force expires them; those outputs then rebuild in full): %s",

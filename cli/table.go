@@ -572,6 +572,7 @@ func (a *app) target(ctx context.Context, name, branch string) (tableops.Target,
 
 // report prints the outcome of a DML command.
 func (a *app) report(verb string, t tableops.Target, o *tableops.Outcome) error {
+	a.answerLost(o.AnswerLost, t.Ident, o.CommitID)
 	f, _ := a.outputFormat()
 	if f == rowfile.OutputJSON || f == rowfile.OutputJSONL {
 		out := map[string]any{"table": t.String(), "operation": verb, "rows_added": o.RowsAdded, "rows_removed": o.RowsRemoved,
@@ -590,7 +591,7 @@ func (a *app) report(verb string, t tableops.Target, o *tableops.Outcome) error 
 }
 
 func tableAppend(a *app) *cobra.Command {
-	var branch, inputFormat string
+	var branch, commitID, inputFormat string
 	c := &cobra.Command{
 		Use:   "append NS.T FILE...",
 		Short: "Append rows from Parquet, CSV or JSON Lines files in one snapshot",
@@ -612,6 +613,7 @@ naming file, line and column, and nothing is committed.`,
 			if err != nil {
 				return err
 			}
+			t.CommitID = commitID
 			o, err := tableops.Append(ctx, t, recs)
 			if err != nil {
 				return err
@@ -621,6 +623,7 @@ naming file, line and column, and nothing is committed.`,
 		},
 	}
 	c.Flags().StringVar(&branch, "branch", "", "write to this branch")
+	c.Flags().StringVar(&commitID, "commit-id", "", "the commit's id (floe.commit-id); rerun with the id an unknown outcome named: nothing is appended twice")
 	c.Flags().StringVar(&inputFormat, "input-format", "", "format of the input: csv, jsonl or parquet (default: from each file's extension; required for stdin)")
 	return c
 }

@@ -25,6 +25,35 @@ import (
 // own, so it is as safe for concurrent use as the IO it wraps.
 func FromIcebergIO(fsys icebergio.IO) FileSystem { return icebergFS{fsys} }
 
+// OpenLocation opens the Delta table at location: a local folder or file://
+// URI directly, any other URI (s3://, gs://, abfs://, ...) through
+// iceberg-go's file IO for that scheme with the storage settings props (the
+// same keys as a catalog's: s3.endpoint, s3.region, gcs.endpoint, ...),
+// which a local table ignores. The scheme's IO must be registered (floe's
+// CLI registers s3, gs and the Azure schemes).
+func OpenLocation(ctx context.Context, location string, props map[string]string, opts ...Option) (*Table, error) {
+	scheme, _, ok := strings.Cut(location, "://")
+	if !ok || scheme == "file" {
+		return Open(ctx, location, opts...)
+	}
+	fsys, err := icebergio.LoadFS(ctx, props, location)
+	if errors.Is(err, icebergio.ErrIOSchemeNotFound) {
+		var named []string
+		for _, s := range icebergio.GetRegisteredSchemes() {
+			if s != "" && s != "file" {
+				named = append(named, s+"://")
+			}
+		}
+		sort.Strings(named)
+		return nil, fmt.Errorf("open Delta table %s: no file IO for scheme %q (this floe reads local paths, file:// and %s)",
+			location, scheme, strings.Join(named, ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open Delta table %s: %w", location, err)
+	}
+	return Open(ctx, location, append([]Option{WithFileSystem(FromIcebergIO(fsys))}, opts...)...)
+}
+
 type icebergFS struct{ io icebergio.IO }
 
 type icebergFile struct {

@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/transform"
 )
 
@@ -19,6 +21,11 @@ type DeltaSpec struct {
 	EqualityColumns []string // columns identifying a row
 	// Properties for the destination table when it is created.
 	Properties map[string]string
+	// Storage names a storage profile of the configuration file whose
+	// settings read Path; empty means the catalog's own storage settings.
+	Storage string
+	// SourceProperties override single storage settings for reading Path.
+	SourceProperties map[string]string
 }
 
 // DeltaSyncRequest is one run of a delta step.
@@ -49,3 +56,14 @@ type DeltaSyncer interface {
 // Set it once, before running pipelines (it is read without
 // synchronisation).
 var DeltaSync DeltaSyncer
+
+// OpenDeltaSource opens a delta step's Delta table with the storage
+// settings it names: its storage profile, else the catalog's storage
+// settings, with its source properties on top (see catalog.SourceStorage).
+func OpenDeltaSource(ctx context.Context, req DeltaSyncRequest) (*delta.Table, error) {
+	props, err := catalog.SourceStorage(req.Catalog, "", req.Spec.Storage, req.Spec.SourceProperties)
+	if err != nil {
+		return nil, fmt.Errorf("delta step %s: %w", req.Spec.Name, err)
+	}
+	return delta.OpenLocation(ctx, req.Spec.Path, props)
+}

@@ -2,6 +2,7 @@ package tableops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/ddl"
 )
 
@@ -47,15 +49,30 @@ func (a Alter) Empty() bool {
 // fields are required primitive non-floating columns, and a column that an
 // identifier field or the current partition spec uses cannot be dropped
 // unless the same alter stops using it. A refused change commits nothing.
-func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, a Alter) (*table.Table, error) {
+// The change goes through commit.RunTx: checked and staged again on the
+// fresh table at each attempt, a lost answer resolved by the commit id.
+func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, a Alter) (*commit.Outcome, error) {
 	name := catalog.FormatName(ident)
 	if a.Empty() {
 		return nil, fmt.Errorf("alter %s: no change given", name)
 	}
-	tbl, err := cat.Load(ctx, ident)
+	var staged error
+	out, err := commit.RunTx(ctx, cat, ident, commit.Options{}, func(_ context.Context, tbl *table.Table, tx *table.Transaction) error {
+		staged = stageAlter(name, tbl, tx, a)
+		return staged
+	})
 	if err != nil {
-		return nil, err
+		if staged != nil && errors.Is(err, staged) {
+			return nil, staged
+		}
+		return nil, fmt.Errorf("alter %s: %w", name, err)
 	}
+	return out, nil
+}
+
+// stageAlter checks a against tbl and stages it on tx, a transaction on
+// tbl.
+func stageAlter(name string, tbl *table.Table, tx *table.Transaction, a Alter) error {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("alter %s: %w: %s", name, ErrRefused, fmt.Sprintf(format, args...))
 	}
@@ -67,7 +84,7 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 	for _, d := range a.DropPartitionFields {
 		f, err := findPartitionField(spec, sc, d)
 		if err != nil {
-			return nil, refuse("%v", err)
+			return refuse("%v", err)
 		}
 		dropFields = append(dropFields, f)
 	}
@@ -81,7 +98,7 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 			for _, pf := range spec.Fields() {
 				dropped := slices.ContainsFunc(dropFields, func(d iceberg.PartitionField) bool { return d.FieldID == pf.FieldID })
 				if !dropped && pf.SourceID() == f.SourceID && pf.Transform.String() == f.Transform.String() {
-					return nil, refuse("the partition spec already has %s", FormatPartitionField(sc, pf))
+					return refuse("the partition spec already has %s", FormatPartitionField(sc, pf))
 				}
 			}
 		}
@@ -90,24 +107,24 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 	// Column checks Iceberg's libraries report less clearly.
 	for _, c := range a.AddColumns {
 		if c.Required {
-			return nil, refuse("cannot add required column %s: the rows already written have no value for it; add it without NOT NULL", c.Name())
+			return refuse("cannot add required column %s: the rows already written have no value for it; add it without NOT NULL", c.Name())
 		}
 		if _, ok := sc.FindFieldByName(c.Name()); ok {
-			return nil, refuse("column %s already exists", c.Name())
+			return refuse("column %s already exists", c.Name())
 		}
 		if len(c.Path) > 1 && (c.First || c.After != "") {
 			// NB: iceberg-go cannot move a nested column added in the same
 			// update ("relative to field is not a child of the parent").
-			return nil, refuse("FIRST and AFTER place top-level columns only; %s would go last in its struct: leave the placement out", c.Name())
+			return refuse("FIRST and AFTER place top-level columns only; %s would go last in its struct: leave the placement out", c.Name())
 		}
 	}
 	for _, c := range a.AlterTypes {
 		f, ok := sc.FindFieldByName(c.Name())
 		if !ok {
-			return nil, refuse("no column %s (columns: %s)", c.Name(), columnList(sc))
+			return refuse("no column %s (columns: %s)", c.Name(), columnList(sc))
 		}
 		if err := checkWidening(c.Name(), f.Type, c.Type); err != nil {
-			return nil, refuse("%v", err)
+			return refuse("%v", err)
 		}
 	}
 	ids := identifierNames(sc)
@@ -118,44 +135,43 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 	renamed := map[string]string{}
 	for _, r := range a.RenameColumns {
 		if _, ok := sc.FindFieldByName(r[0]); !ok {
-			return nil, refuse("no column %s to rename (columns: %s)", r[0], columnList(sc))
+			return refuse("no column %s to rename (columns: %s)", r[0], columnList(sc))
 		}
 		renamed[r[0]] = r[1]
 	}
 	for _, col := range a.DropNotNull {
 		if slices.Contains(newIDs, col) {
-			return nil, refuse("column %s is an identifier field, and identifier fields must be NOT NULL; change the identifier fields first", col)
+			return refuse("column %s is an identifier field, and identifier fields must be NOT NULL; change the identifier fields first", col)
 		}
 	}
 	for _, col := range a.DropColumns {
 		f, ok := sc.FindFieldByName(col)
 		if !ok {
-			return nil, refuse("no column %s to drop (columns: %s)", col, columnList(sc))
+			return refuse("no column %s to drop (columns: %s)", col, columnList(sc))
 		}
 		if slices.Contains(newIDs, col) {
-			return nil, refuse("column %s is an identifier field; change the identifier fields first (--set-key or --drop-key)", col)
+			return refuse("column %s is an identifier field; change the identifier fields first (--set-key or --drop-key)", col)
 		}
 		for _, pf := range spec.Fields() {
 			if pf.SourceID() != f.ID {
 				continue
 			}
 			if !slices.ContainsFunc(dropFields, func(d iceberg.PartitionField) bool { return d.FieldID == pf.FieldID }) {
-				return nil, refuse("column %s is the source of partition field %s of the current spec; drop the partition field too (--drop-partition-field %s)", col, pf.Name, pf.Name)
+				return refuse("column %s is the source of partition field %s of the current spec; drop the partition field too (--drop-partition-field %s)", col, pf.Name, pf.Name)
 			}
 		}
 		if len(sc.Fields()) == len(a.DropColumns) && len(a.AddColumns) == 0 {
-			return nil, refuse("a table needs at least one column")
+			return refuse("a table needs at least one column")
 		}
 	}
 
-	tx := tbl.NewTransaction()
 	if len(dropFields) > 0 {
 		us := tx.UpdateSpec(true)
 		for _, f := range dropFields {
 			us.RemoveField(f.Name)
 		}
 		if err := us.Commit(); err != nil {
-			return nil, fmt.Errorf("alter %s: drop partition fields: %w", name, err)
+			return fmt.Errorf("alter %s: drop partition fields: %w", name, err)
 		}
 	}
 	schemaChanged := len(a.AddColumns)+len(a.RenameColumns)+len(a.AlterTypes)+len(a.DropNotNull)+len(a.DropColumns) > 0 || a.SetIdentifier != nil
@@ -200,41 +216,37 @@ func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifie
 		// NB: Commit applies the operations; calling Apply first would
 		// apply them twice.
 		if err := u.Commit(); err != nil {
-			return nil, fmt.Errorf("alter %s: %w", name, err)
+			return fmt.Errorf("alter %s: %w", name, err)
 		}
 
 		staged, err := tx.StagedTable()
 		if err != nil {
-			return nil, fmt.Errorf("alter %s: %w", name, err)
+			return fmt.Errorf("alter %s: %w", name, err)
 		}
 		if err := checkIdentifierFields(staged.Schema()); err != nil {
-			return nil, refuse("%v", err)
+			return refuse("%v", err)
 		}
 	}
 	if len(a.AddPartitionFields) > 0 {
 		staged, err := tx.StagedTable()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		us := tx.UpdateSpec(true)
 		for _, src := range a.AddPartitionFields {
 			fields, err := ddl.ParsePartitionFields(src, staged.Schema())
 			if err != nil {
-				return nil, fmt.Errorf("alter %s: --add-partition-field: %w", name, err)
+				return fmt.Errorf("alter %s: --add-partition-field: %w", name, err)
 			}
 			for _, f := range fields {
 				us.AddField(f.SourceName, f.Transform, f.Name)
 			}
 		}
 		if err := us.Commit(); err != nil {
-			return nil, fmt.Errorf("alter %s: add partition fields: %w", name, err)
+			return fmt.Errorf("alter %s: add partition fields: %w", name, err)
 		}
 	}
-	out, err := tx.Commit(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("alter %s: %w", name, err)
-	}
-	return out, nil
+	return nil
 }
 
 // findPartitionField finds a field of spec by its name or by a transform

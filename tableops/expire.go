@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/state"
 )
 
@@ -60,28 +62,145 @@ type ExpireOutcome struct {
 	Forced      []Hold
 	RefsRemoved []string // tags and branches past their max-ref-age
 	// FilesKept reports that the expired snapshots' files were left in
-	// place: the table was registered with a path root, so its files belong
-	// to whoever wrote them.
-	FilesKept bool
-	Table     *table.Table
+	// place on purpose, for the reason FilesKeptWhy: the table was
+	// registered with a path root (its files belong to whoever wrote
+	// them), or it sets gc.enabled=false.
+	FilesKept    bool
+	FilesKeptWhy string
+	// FilesDeleted counts the files deleted after the expiry committed;
+	// CleanupErr, when set, says why some of the expired snapshots' files
+	// stay (the expiry itself is committed; remove-orphans cleans up).
+	FilesDeleted int
+	CleanupErr   error
+	// CommitID and AnswerLost are the commit's (see commit.Outcome).
+	CommitID   string
+	AnswerLost bool
+	Table      *table.Table
 }
 
 // ExpireSnapshots removes old snapshots as Iceberg's expire-snapshots does
 // (iceberg-go's ExpireSnapshots decides which: not referenced by a branch
-// or tag, older than OlderThan, beyond RetainLast per branch), then deletes
-// the files only they referenced. A snapshot that a watermark of a known
-// output needs (the outputs floe built from this table, found by their
-// watermark properties in the same catalog) is kept unless Force, and the
-// outcome says which output holds it.
+// or tag, older than OlderThan, beyond RetainLast per branch), in one
+// commit through package commit (computed again on the fresh table when
+// another writer commits first; a lost answer resolved by the commit id),
+// then deletes the files only they referenced. A snapshot that a watermark
+// of a known output needs (the outputs floe built from this table, found
+// by their watermark properties in the same catalog) is kept unless Force,
+// and the outcome says which output holds it.
+//
+// Files are deleted only once the commit is known to have landed, and only
+// files that no snapshot the table keeps holds live, that lie under the
+// table's location and that no other table of the catalog references (see
+// deletableFiles). After an unknown outcome or a failure nothing is
+// deleted.
 func ExpireSnapshots(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, o ExpireOptions) (*ExpireOutcome, error) {
 	name := catalog.FormatName(ident)
 	if o.RetainLast < 0 {
 		return nil, fmt.Errorf("expire snapshots of %s: --retain-last must be at least 1", name)
 	}
-	tbl, err := cat.Load(ctx, ident)
+	var out *ExpireOutcome
+	// The snapshots planned to expire by any attempt, and the table the
+	// last attempt was computed on.
+	planned := map[int64]table.Snapshot{}
+	var pre *table.Table
+	var c checked
+	res, err := commit.RunUpdates(ctx, cat, ident, commit.Options{}, c.wrap(func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
+		plan, err := planExpiry(ctx, cat, ident, tbl, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = plan
+		if o.DryRun || (len(plan.Expired) == 0 && len(plan.RefsRemoved) == 0) {
+			return nil, nil, nil
+		}
+		pre = tbl
+		meta := tbl.Metadata()
+		for _, id := range plan.Expired {
+			if s := meta.SnapshotByID(id); s != nil {
+				planned[id] = *s
+			}
+		}
+		var reqs []table.Requirement
+		for n, r := range meta.Refs() {
+			id := r.SnapshotID
+			reqs = append(reqs, table.AssertRefSnapshotID(n, &id))
+		}
+		var ups []table.Update
+		for _, n := range plan.RefsRemoved {
+			ups = append(ups, table.NewRemoveSnapshotRefUpdate(n))
+		}
+		if len(plan.Expired) > 0 {
+			ups = append(ups, table.NewRemoveSnapshotsUpdate(plan.Expired, false))
+		}
+		return reqs, ups, nil
+	}))
 	if err != nil {
-		return nil, err
+		return nil, c.fail("expire snapshots of "+name, err)
 	}
+	out.Table, out.CommitID, out.AnswerLost = res.Table, res.CommitID, res.AnswerLost
+	if !res.Committed {
+		return out, nil
+	}
+	// The expiry is known to have landed: only now may files go, judged on
+	// a table loaded after the commit.
+	post, err := cat.Load(ctx, ident)
+	if err != nil {
+		out.CleanupErr = fmt.Errorf("expired snapshots of %s but could not reload it to find the files only they used; those files stay (remove-orphans cleans up later): %w", name, err)
+		return out, nil
+	}
+	out.Table = post
+	var removed []table.Snapshot
+	out.Expired = nil
+	for _, s := range snapshotsInOrder(pre.Metadata()) {
+		if _, ok := planned[s.SnapshotID]; ok && post.Metadata().SnapshotByID(s.SnapshotID) == nil {
+			removed = append(removed, s)
+			out.Expired = append(out.Expired, s.SnapshotID)
+		}
+	}
+	for id, s := range planned {
+		if pre.Metadata().SnapshotByID(id) == nil && post.Metadata().SnapshotByID(id) == nil {
+			removed = append(removed, s) // planned by an earlier attempt only
+			out.Expired = append(out.Expired, id)
+		}
+	}
+	if len(removed) == 0 {
+		return out, nil
+	}
+	rooted, err := cat.HasPathRoot(ctx, ident)
+	switch {
+	case err != nil:
+		out.CleanupErr = fmt.Errorf("expired %d snapshots of %s but could not tell whether it was registered with --path-root; their files stay: %w", len(removed), name, err)
+		return out, nil
+	case rooted:
+		out.FilesKept, out.FilesKeptWhy = true, name+" was registered with --path-root, its files belong to whoever wrote them"
+		return out, nil
+	case !gcEnabled(post.Properties()):
+		out.FilesKept, out.FilesKeptWhy = true, name+" sets gc.enabled=false"
+		return out, nil
+	}
+	files, err := expiredFiles(ctx, pre, removed, post)
+	if err == nil {
+		var del []string
+		if del, err = deletableFiles(ctx, cat, ident, post, files); err == nil {
+			out.FilesDeleted, err = removeFiles(ctx, post, del)
+		}
+	}
+	if err != nil {
+		out.CleanupErr = fmt.Errorf("expired %d snapshots of %s but could not delete all of their files (remove-orphans cleans up later): %w", len(removed), name, err)
+	}
+	return out, nil
+}
+
+// gcEnabled reads Iceberg's gc.enabled (default true).
+func gcEnabled(p iceberg.Properties) bool {
+	v, ok := p[table.GCEnabledKey]
+	return !ok || strings.EqualFold(v, "true")
+}
+
+// planExpiry computes on tbl what the expiry removes and keeps (see
+// ExpireSnapshots).
+func planExpiry(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, tbl *table.Table, o ExpireOptions) (*ExpireOutcome, error) {
+	name := catalog.FormatName(ident)
 	var opts []table.ExpireSnapshotsOpt
 	if !o.OlderThan.IsZero() {
 		age := time.Since(o.OlderThan)
@@ -103,7 +222,7 @@ func ExpireSnapshots(ctx context.Context, cat *catalog.Catalog, ident table.Iden
 	}
 	out := &ExpireOutcome{Table: tbl}
 	for n := range tbl.Metadata().Refs() {
-		if _, ok := refOf(staged.Metadata(), n); !ok {
+		if _, ok := refOf(staged.Table, n); !ok {
 			out.RefsRemoved = append(out.RefsRemoved, n)
 		}
 	}
@@ -145,43 +264,6 @@ func ExpireSnapshots(ctx context.Context, cat *catalog.Catalog, ident table.Iden
 			out.Kept = append(out.Kept, id)
 		} else {
 			out.Expired = append(out.Expired, id)
-		}
-	}
-	if o.DryRun || (len(out.Expired) == 0 && len(out.RefsRemoved) == 0) {
-		return out, nil
-	}
-	meta := tbl.Metadata()
-	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID())}
-	var updates []table.Update
-	for n, r := range meta.Refs() {
-		id := r.SnapshotID
-		reqs = append(reqs, table.AssertRefSnapshotID(n, &id))
-	}
-	for _, n := range out.RefsRemoved {
-		updates = append(updates, table.NewRemoveSnapshotRefUpdate(n))
-	}
-	var remove table.Update
-	if len(out.Expired) > 0 {
-		remove = table.NewRemoveSnapshotsUpdate(out.Expired, true)
-		updates = append(updates, remove)
-	}
-	if _, _, err := cat.Iceberg().CommitTable(ctx, ident, reqs, updates); err != nil {
-		return nil, fmt.Errorf("expire snapshots of %s: %w", name, err)
-	}
-	post, err := cat.Load(ctx, ident)
-	if err != nil {
-		return nil, fmt.Errorf("expired snapshots of %s but could not reload it: %w", name, err)
-	}
-	out.Table = post
-	rooted, err := cat.HasPathRoot(ctx, ident)
-	if err != nil {
-		return out, err
-	}
-	out.FilesKept = rooted
-	if remove != nil && !rooted {
-		// The files only the expired snapshots referenced.
-		if err := remove.PostCommit(ctx, tbl, post); err != nil {
-			return out, fmt.Errorf("expired %d snapshots of %s but could not delete all of their files (remove-orphans cleans up later): %w", len(out.Expired), name, err)
 		}
 	}
 	return out, nil
@@ -267,11 +349,7 @@ func neededBy(meta table.Metadata, in state.InputState) []int64 {
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	ref, ok := refOf(meta, branch)
-	if !ok {
-		return nil
-	}
-	head := meta.SnapshotByID(ref.SnapshotID)
+	head := meta.SnapshotByName(branch)
 	if head == nil {
 		return nil
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/ddl"
 	"github.com/floedata/floe/write"
 )
@@ -21,33 +20,31 @@ import (
 // their field ids; a type that cannot be widened is a new column; partition
 // fields on dropped columns are dropped), every row is replaced and the
 // build's watermarks are set, as Spark's CREATE OR REPLACE TABLE ... AS
-// SELECT replaces a table. done is false when the rows fit (nothing was
-// done).
-func (o *Output) refit(ctx context.Context, tbl *table.Table, rows array.RecordReader) (done bool, err error) {
+// SELECT replaces a table. prepare is its commit.Prepare: package commit
+// runs it, retries it and owns the files it writes.
+type refit struct {
+	o    *Output
+	want *iceberg.Schema // the rows' schema, with fresh ids
+	rows array.RecordReader
+	// written: the rows were written (at the first attempt), as files
+	// with schema and spec.
+	written bool
+	files   []iceberg.DataFile
+	schema  *iceberg.Schema
+	spec    iceberg.PartitionSpec
+}
+
+// newRefit returns the rebuild of the output tbl for rows, or nil when the
+// rows fit it as they are.
+func (o *Output) newRefit(tbl *table.Table, rows array.RecordReader) (*refit, error) {
 	want, err := table.ArrowSchemaToIcebergWithFreshIDs(rows.Schema(), false)
 	if err != nil {
-		return false, fmt.Errorf("output %s: schema: %w", o.spec.Table, err)
+		return nil, fmt.Errorf("output %s: schema: %w", o.spec.Table, err)
 	}
 	if fits(tbl.Schema(), want) {
-		return false, nil
+		return nil, nil
 	}
-	files, at, err := o.refitOnce(ctx, tbl, want, rows, nil, nil)
-	if err == nil || !write.IsConflict(err) {
-		return true, err
-	}
-	for attempt := 2; attempt <= commit.DefaultMaxAttempts; attempt++ {
-		commit.Backoff(ctx, attempt-1)
-		cur, lerr := o.b.r.Catalog.Load(ctx, o.ident)
-		if lerr != nil {
-			o.cleanup(ctx, tbl, files)
-			return true, lerr
-		}
-		if _, _, err = o.refitOnce(ctx, cur, want, nil, files, at); err == nil || !write.IsConflict(err) {
-			return true, err
-		}
-	}
-	o.cleanup(ctx, tbl, files)
-	return true, fmt.Errorf("output %s: %w after %d attempts: %w", o.spec.Table, commit.ErrTooManyConflicts, commit.DefaultMaxAttempts, err)
+	return &refit{o: o, want: want, rows: rows}, nil
 }
 
 // fits reports whether rows of schema want can be written into a table of
@@ -65,34 +62,66 @@ func fits(have, want *iceberg.Schema) bool {
 	return true
 }
 
-// refitOnce stages the schema change on tbl, writes the rows with the new
-// schema (or reuses files written by an earlier attempt, when the staged
-// schema is the same) and commits the replace with the watermarks. It
-// returns the data files, for reuse or cleanup.
-func (o *Output) refitOnce(ctx context.Context, tbl *table.Table, want *iceberg.Schema, rows array.RecordReader,
-	files []iceberg.DataFile, schemaAt *iceberg.Schema) (_ []iceberg.DataFile, _ *iceberg.Schema, err error) {
-	committing := false
-	defer func() {
-		// NB: after a commit that failed otherwise than by a conflict, the
-		// commit may or may not have happened: the files stay.
-		if err != nil && !write.IsConflict(err) && !committing {
-			o.cleanup(ctx, tbl, files)
-			files = nil
-		}
-	}()
-	for k, v := range o.expect {
-		if tbl.Properties().Get(k, "") != v {
-			return files, schemaAt, fmt.Errorf("output %s: %w: property %s changed during the build", o.spec.Table, commit.ErrWatermarkMoved, k)
-		}
-	}
+// prepare computes one attempt of the rebuild on cur, the freshly loaded
+// output: it stages the schema and spec change on a scratch transaction to
+// learn the new schema, writes the rows with it at the first attempt (the
+// files registered with reuse, so that package commit removes them when
+// they cannot be committed) and reuses them at later attempts, when the
+// change gives the same schema and spec. The result replaces every row of
+// cur and stages the same change (Prestage) in the commit's transaction.
+func (f *refit) prepare(ctx context.Context, cur *table.Table, reuse *write.Reuse) (*write.Result, error) {
+	o := f.o
+	stage := func(tx *table.Transaction) error { return f.stage(cur, tx) }
 	branch := o.spec.Branch
 	if branch == "" {
 		branch = table.MainBranch
 	}
-	tx, err := tbl.NewTransactionOnBranchWithError(branch)
+	scratch, err := cur.NewTransactionOnBranchWithError(branch)
 	if err != nil {
-		return files, schemaAt, err
+		return nil, err
 	}
+	if err := stage(scratch); err != nil {
+		return nil, err
+	}
+	staged, err := scratch.StagedTable()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !f.written:
+		f.written = true
+		target, err := table.SchemaToArrowSchema(staged.Schema(), nil, true, false)
+		if err != nil {
+			return nil, err
+		}
+		conformed, err := conform(ctx, o.spec.Table, f.rows, target)
+		if err != nil {
+			return nil, err
+		}
+		files, err := write.WriteRows(ctx, staged.Table, conformed)
+		reuse.Own(paths(files)...)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", o.spec.Table, err)
+		}
+		f.files, f.schema, f.spec = files, staged.Schema(), staged.Spec()
+	case !staged.Schema().Equals(f.schema) || !staged.Spec().Equals(f.spec):
+		// The rows were written for the schema of the first attempt and
+		// cannot be read again.
+		return nil, fmt.Errorf("output %s: another writer changed its schema or partition spec while floe rebuilt it (the rebuild would now give %s); nothing was committed, run the build again",
+			o.spec.Table, columnNames(staged.Schema()))
+	}
+	res, err := write.Prepare(ctx, write.Request{Table: cur, Branch: o.spec.Branch, RemoveAll: true, InsertFiles: f.files, Reuse: reuse})
+	if err != nil {
+		return nil, err
+	}
+	res.Prestage = stage
+	return res, nil
+}
+
+// stage adds to tx, a transaction on tbl, the schema and partition spec
+// change that makes tbl fit the rows.
+func (f *refit) stage(tbl *table.Table, tx *table.Transaction) error {
+	o, want := f.o, f.want
 	have := tbl.Schema()
 	keep := map[string]bool{}
 	for _, w := range want.Fields() {
@@ -112,7 +141,7 @@ func (o *Output) refitOnce(ctx context.Context, tbl *table.Table, want *iceberg.
 			us.RemoveField(n)
 		}
 		if err := us.Commit(); err != nil {
-			return files, schemaAt, fmt.Errorf("output %s: drop partition fields %s: %w", o.spec.Table, strings.Join(dropFields, ", "), err)
+			return fmt.Errorf("output %s: drop partition fields %s: %w", o.spec.Table, strings.Join(dropFields, ", "), err)
 		}
 	}
 	// NB: incompatible changes are allowed so that key columns can become
@@ -159,54 +188,9 @@ func (o *Output) refitOnce(ctx context.Context, tbl *table.Table, want *iceberg.
 	}
 	u.SetIdentifierField(paths)
 	if err := u.Commit(); err != nil {
-		return files, schemaAt, fmt.Errorf("output %s: change the schema to fit the rows: %w", o.spec.Table, err)
+		return fmt.Errorf("output %s: change the schema to fit the rows: %w", o.spec.Table, err)
 	}
-	staged, err := tx.StagedTable()
-	if err != nil {
-		return files, schemaAt, err
-	}
-	if files == nil {
-		target, err := table.SchemaToArrowSchema(staged.Schema(), nil, true, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		conformed, err := conform(ctx, o.spec.Table, rows, target)
-		if err != nil {
-			return nil, nil, err
-		}
-		if files, err = write.WriteRows(ctx, staged.Table, conformed); err != nil {
-			return nil, nil, fmt.Errorf("output %s: %w", o.spec.Table, err)
-		}
-		schemaAt = staged.Schema()
-	} else if !staged.Schema().Equals(schemaAt) {
-		return files, schemaAt, fmt.Errorf("output %s: its schema changed while floe rebuilt it; run the build again", o.spec.Table)
-	}
-	res, err := write.Prepare(ctx, write.Request{Table: tbl, Branch: o.spec.Branch, RemoveAll: true})
-	if err != nil {
-		return files, schemaAt, err
-	}
-	res.AddData = files
-	for _, f := range files {
-		res.RowsAdded += f.Count()
-	}
-	if err := res.StageOn(ctx, tx, o.commitOptions().SnapshotProperties, o.b.next.Properties()); err != nil {
-		return files, schemaAt, err
-	}
-	committing = true
-	newTbl, err := tx.Commit(ctx)
-	if err != nil {
-		if !write.IsConflict(err) {
-			return files, schemaAt, fmt.Errorf("output %s: %w", o.spec.Table, err)
-		}
-		return files, schemaAt, err
-	}
-	o.b.log.Info("rebuilt output with a new schema", "output", o.spec.Table, "columns", columnNames(staged.Schema()))
-	var snap int64
-	if s, _ := write.BranchHead(newTbl, o.spec.Branch); s != nil {
-		snap = s.SnapshotID
-	}
-	o.record(true, snap, res)
-	return files, schemaAt, nil
+	return nil
 }
 
 // keepsField reports whether column name keeps its field id: it is in both
@@ -222,15 +206,6 @@ func keepsField(have, want *iceberg.Schema, name string) bool {
 	}
 	_, err := iceberg.PromoteType(h.Type, w.Type)
 	return err == nil
-}
-
-func (o *Output) cleanup(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) {
-	if len(files) == 0 {
-		return
-	}
-	if fs, err := tbl.FS(ctx); err == nil {
-		write.Cleanup(fs, paths(files))
-	}
 }
 
 func columnNames(sc *iceberg.Schema) string {

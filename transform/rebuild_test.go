@@ -4,14 +4,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/ddl"
+	"github.com/floedata/floe/internal/faultcat"
+	"github.com/floedata/floe/internal/faultfs"
 	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/transform"
 )
 
-// projection replaces ns.out with the source's columns cols; before it
-// writes, interfere (when set) commits to ns.out, as another writer would.
-func projection(version int, interfere func(), cols ...string) *transform.Transform {
+// projection replaces ns.out with the source's columns cols.
+func projection(version int, cols ...string) *transform.Transform {
 	return transform.New("proj", func(ctx *transform.Context) error {
 		rows, err := ctx.Input("source").Current()
 		if err != nil {
@@ -19,9 +21,6 @@ func projection(version int, interfere func(), cols ...string) *transform.Transf
 		}
 		if rows, err = rows.Select(cols...); err != nil {
 			return err
-		}
-		if interfere != nil {
-			interfere()
 		}
 		return ctx.Output("output").Replace(rows)
 	}, transform.WithInput("source", "ns.src"), transform.WithOutput("output", "ns.out", transform.Identifier("id")),
@@ -38,22 +37,37 @@ func TestRebuildWithNewColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.exec("src", "insert", []any{1, "x", 10}, []any{2, "y", 20})
-	e.build(projection(1, nil, "id", "a"))
+	e.build(projection(1, "id", "a"))
 	before := e.Load("out")
 	idField, _ := before.Schema().FindFieldByName("id")
 
 	// The column list changes (a goes, b comes) and another writer appends
-	// to the output while the build runs: the first commit conflicts, the
-	// retry reuses the written files, and no row of the other writer stays.
-	interfered := false
-	res := e.build(projection(2, func() {
-		if !interfered {
-			interfered = true
-			e.exec("out", "insert", []any{99, "z"})
+	// to the output while the rebuild commits: the catalog answers the
+	// first commit with a conflict, the retry (computed on the table with
+	// the other writer's row) reuses the written files, and no row of the
+	// other writer stays.
+	inj := faultcat.New(&faultcat.Rule{Op: faultcat.OpCommit, When: faultcat.Before, Nth: 1, Err: faultcat.ErrConflict,
+		Then: func() { e.exec("out", "insert", []any{99, "z"}) }})
+	// The data files created, noted by a rule that never hits.
+	var created []string
+	watch := faultfs.New(&faultfs.Rule{Ops: []faultfs.Op{faultfs.OpCreate}, Path: func(p string) bool {
+		if strings.Contains(p, "/data/") {
+			created = append(created, p)
 		}
-	}, "id", "b"))
+		return false
+	}})
+	e.Cat.Wrap(catalog.Wrap{Catalog: inj.Wrap, IO: watch.Wrap})
+	res := e.build(projection(2, "id", "b"))
+	inj.Reset()
+	watch.Reset()
+	if len(created) != 2 {
+		t.Errorf("%d data files written during the rebuild, want 2 (the other writer's and the rebuild's, reused by the retry): %v", len(created), created)
+	}
 	if res.Incremental || len(res.Outputs) != 1 || !res.Outputs[0].Committed {
 		t.Fatalf("result %+v", res)
+	}
+	if got := res.Outputs[0].Attempts; got != 2 {
+		t.Errorf("the rebuild took %d commit attempts, want 2 (a conflict, then the retry); faults %v", got, inj.Hits())
 	}
 	after := e.Load("out")
 	var cols []string

@@ -34,26 +34,32 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 	if err != nil {
 		return nil, err
 	}
-	if err := r.StageOn(ctx, tx, snapshotProps, props); err != nil {
+	// Pin the branch head the change was computed on: if another writer
+	// commits first, the commit fails as a conflict (and the caller
+	// recomputes) instead of iceberg-go replaying it on the new head when
+	// the table sets commit.retry.num-retries.
+	if err := tx.AssertRefSnapshotID(branch); err != nil {
 		return nil, err
 	}
-	return tx, nil
-}
-
-// StageOn adds the change (see Stage) to tx, a transaction on the
-// result's branch that may already hold other changes of the same commit,
-// such as the schema update of a rebuild.
-func (r *Result) StageOn(ctx context.Context, tx *table.Transaction, snapshotProps iceberg.Properties, props iceberg.Properties) error {
 	name := scan.FormatIdent(r.Table.Identifier())
+	if r.Prestage != nil {
+		if err := r.Prestage(tx); err != nil {
+			return nil, fmt.Errorf("stage commit on %s: %w", name, err)
+		}
+	}
 	switch {
-	case r.Empty():
+	case r.NoFiles():
+	case r.Stager != nil:
+		if err := r.Stager(ctx, tx, snapshotProps); err != nil {
+			return nil, fmt.Errorf("stage commit on %s: %w", name, err)
+		}
 	case len(r.RemoveData) > 0:
 		add, err := assignFirstRowIDs(r.Table.Metadata(), r.AddData)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.ReplaceFiles(ctx, r.RemoveData, add, r.RemoveDeletes, snapshotProps); err != nil {
-			return fmt.Errorf("stage copy-on-write commit on %s: %w", name, err)
+			return nil, fmt.Errorf("stage copy-on-write commit on %s: %w", name, err)
 		}
 	default:
 		// RowDelta also serves plain appends: on v3 it assigns the new
@@ -65,15 +71,15 @@ func (r *Result) StageOn(ctx context.Context, tx *table.Transaction, snapshotPro
 			rd.RemoveDeletes(r.RemoveDeletes...)
 		}
 		if err := rd.Commit(ctx); err != nil {
-			return fmt.Errorf("stage merge-on-read commit on %s: %w", name, err)
+			return nil, fmt.Errorf("stage merge-on-read commit on %s: %w", name, err)
 		}
 	}
 	if len(props) > 0 {
 		if err := tx.SetProperties(props); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return tx, nil
 }
 
 // Commit stages the change (see Stage) and commits it. It removes no file
@@ -89,4 +95,65 @@ func (r *Result) Commit(ctx context.Context, snapshotProps, props iceberg.Proper
 		return nil, fmt.Errorf("commit to %s: %w", scan.FormatIdent(r.Table.Identifier()), err)
 	}
 	return tbl, nil
+}
+
+// StagedFiles lists the manifest list and manifests that staging tx wrote
+// for a new snapshot on branch ("" = main): the snapshot producer writes
+// them before the commit, and nothing else references them until the
+// commit lands. base is the table tx was created on. It returns nothing
+// when the branch head of tx is not a new snapshot (a commit without
+// snapshot, or a rollback to a snapshot base already holds: its files are
+// referenced).
+func StagedFiles(tx *table.Transaction, base *table.Table, branch string) (manifestList string, manifests func() ([]string, error)) {
+	snap := stagedSnapshot(tx, base, branch)
+	if snap == nil || snap.ManifestList == "" {
+		return "", nil
+	}
+	st, err := tx.StagedTable()
+	if err != nil {
+		return "", nil
+	}
+	return snap.ManifestList, func() ([]string, error) {
+		fs, err := st.FS(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		mfs, err := snap.Manifests(fs)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, m := range mfs {
+			if m.SnapshotID() == snap.SnapshotID {
+				out = append(out, m.FilePath())
+			}
+		}
+		return out, nil
+	}
+}
+
+// StagedSnapshotID returns the id of the new snapshot tx makes on branch
+// (see StagedFiles), or 0.
+func StagedSnapshotID(tx *table.Transaction, base *table.Table, branch string) int64 {
+	if s := stagedSnapshot(tx, base, branch); s != nil {
+		return s.SnapshotID
+	}
+	return 0
+}
+
+// stagedSnapshot is the branch head of tx when base does not hold it.
+func stagedSnapshot(tx *table.Transaction, base *table.Table, branch string) *table.Snapshot {
+	if branch == "" {
+		branch = table.MainBranch
+	}
+	st, err := tx.StagedTable()
+	if err != nil {
+		return nil
+	}
+	head := st.Metadata().SnapshotByName(branch)
+	if head == nil || base == nil || base.Metadata().SnapshotByID(head.SnapshotID) != nil {
+		return nil
+	}
+	s := *head
+	return &s
 }
