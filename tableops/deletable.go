@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/commit"
 )
 
 // This file decides which files a table operation that deletes (drop
@@ -253,6 +254,23 @@ func expiredFiles(ctx context.Context, pre *table.Table, removed []table.Snapsho
 		}
 	}
 	return out, nil
+}
+
+// afterCommit runs f, a step of the clean-up after a change that landed
+// (reading what to delete), up to three times with the default commit
+// backoff in between: a transient catalog or storage error should not
+// leave files behind.
+func afterCommit(ctx context.Context, f func() error) error {
+	var err error
+	for i := 1; i <= 3; i++ {
+		if err = f(); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if i < 3 {
+			commit.Backoff(ctx, i)
+		}
+	}
+	return err
 }
 
 // removeFiles deletes paths with the file IO of tbl (a file already gone

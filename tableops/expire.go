@@ -143,7 +143,11 @@ func ExpireSnapshots(ctx context.Context, cat *catalog.Catalog, ident table.Iden
 	}
 	// The expiry is known to have landed: only now may files go, judged on
 	// a table loaded after the commit.
-	post, err := cat.Load(ctx, ident)
+	var post *table.Table
+	err = afterCommit(ctx, func() (err error) {
+		post, err = cat.Load(ctx, ident)
+		return err
+	})
 	if err != nil {
 		out.CleanupErr = fmt.Errorf("expired snapshots of %s but could not reload it to find the files only they used; those files stay (remove-orphans cleans up later): %w", name, err)
 		return out, nil
@@ -178,12 +182,16 @@ func ExpireSnapshots(ctx context.Context, cat *catalog.Catalog, ident table.Iden
 		out.FilesKept, out.FilesKeptWhy = true, name+" sets gc.enabled=false"
 		return out, nil
 	}
-	files, err := expiredFiles(ctx, pre, removed, post)
-	if err == nil {
-		var del []string
-		if del, err = deletableFiles(ctx, cat, ident, post, files); err == nil {
-			out.FilesDeleted, err = removeFiles(ctx, post, del)
+	var del []string
+	err = afterCommit(ctx, func() error {
+		files, err := expiredFiles(ctx, pre, removed, post)
+		if err == nil {
+			del, err = deletableFiles(ctx, cat, ident, post, files)
 		}
+		return err
+	})
+	if err == nil {
+		out.FilesDeleted, err = removeFiles(ctx, post, del)
 	}
 	if err != nil {
 		out.CleanupErr = fmt.Errorf("expired %d snapshots of %s but could not delete all of their files (remove-orphans cleans up later): %w", len(removed), name, err)

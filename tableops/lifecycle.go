@@ -63,12 +63,16 @@ func Drop(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, pur
 	if !purge {
 		return out, nil
 	}
-	files, err := allFilesOf(ctx, tbl)
-	if err == nil {
-		var del []string
-		if del, err = deletableFiles(ctx, cat, ident, tbl, files); err == nil {
-			out.FilesDeleted, err = removeFiles(ctx, tbl, del)
+	var del []string
+	err = afterCommit(ctx, func() error {
+		files, err := allFilesOf(ctx, tbl)
+		if err == nil {
+			del, err = deletableFiles(ctx, cat, ident, tbl, files)
 		}
+		return err
+	})
+	if err == nil {
+		out.FilesDeleted, err = removeFiles(ctx, tbl, del)
 	}
 	if err != nil {
 		out.PurgeErr = fmt.Errorf("dropped %s but could not delete all of its files under %s: %w", name, tbl.Location(), err)
