@@ -43,6 +43,11 @@ type Options struct {
 	// ConfigFile is the YAML file holding named catalogs. Empty means
 	// $FLOE_CONFIG, else ~/.floe.yaml when it exists, else ~/.pyiceberg.yaml.
 	ConfigFile string
+	// MustExist makes opening the embedded catalog fail with
+	// ErrNoCatalog, instead of creating it, when its catalog.db does not
+	// exist: commands that only read or change existing tables must not
+	// create an empty catalog somewhere by surprise.
+	MustExist bool
 }
 
 // EnsureDefaults fills the empty fields of o from the environment.
@@ -81,9 +86,14 @@ type Catalog struct {
 // Open opens the catalog o describes. For the embedded catalog the
 // warehouse folder and its catalog.db are created when missing.
 func Open(ctx context.Context, o Options) (*Catalog, error) {
+	if o.Name == "" && o.Warehouse == "" && os.Getenv(EnvWarehouse) == "" {
+		// PyIceberg's load_catalog() without a name loads the file's
+		// default-catalog.
+		o.Name = defaultCatalogName(o.ConfigFile)
+	}
 	o.EnsureDefaults()
 	if o.Name == "" {
-		c, err := openEmbedded(ctx, o.Warehouse)
+		c, err := openEmbedded(ctx, o.Warehouse, o.MustExist)
 		if c != nil {
 			c.configFile = o.ConfigFile
 		}

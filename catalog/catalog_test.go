@@ -60,7 +60,7 @@ func TestEmbeddedAndNamedSQLCatalog(t *testing.T) {
 	}
 	// The same file as a named sql catalog from a pyiceberg-style YAML file.
 	cfg := filepath.Join(t.TempDir(), "catalogs.yaml")
-	yaml := "catalog:\n  local:\n    type: sql\n    uri: sqlite:///" + strings.TrimPrefix(filepath.Join(dir, DBFile), "/") + "\n    warehouse: file://" + dir + "\n"
+	yaml := "catalog:\n  local:\n    type: sql\n    uri: sqlite:///" + filepath.Join(dir, DBFile) + "\n    warehouse: file://" + dir + "\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,9 @@ import (
 type Config struct {
 	Catalogs map[string]map[string]any `yaml:"catalog"`
 	Storage  map[string]map[string]any `yaml:"storage"`
+	// DefaultCatalog is the catalog used when none is named (PyIceberg's
+	// default-catalog); floe's embedded catalog when empty.
+	DefaultCatalog string `yaml:"default-catalog"`
 }
 
 // LoadConfig reads and parses a configuration file.
@@ -55,6 +58,9 @@ func LoadConfig(path string) (*Config, error) {
 // Properties returns the named catalog's properties as strings.
 func (c *Config) Properties(name string) (iceberg.Properties, error) {
 	m, ok := c.Catalogs[name]
+	if !ok {
+		m, ok = c.Catalogs[strings.ToLower(name)]
+	}
 	if !ok {
 		names := make([]string, 0, len(c.Catalogs))
 		for n := range c.Catalogs {
@@ -76,18 +82,17 @@ func (c *Config) Properties(name string) (iceberg.Properties, error) {
 	return props, nil
 }
 
+// defaultConfigFile is ~/.floe.yaml when it exists, else the
+// .pyiceberg.yaml PyIceberg reads ($PYICEBERG_HOME, the home folder, the
+// current folder), else "".
 func defaultConfigFile() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	for _, f := range []string{".floe.yaml", ".pyiceberg.yaml"} {
-		p := filepath.Join(home, f)
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, ".floe.yaml")
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	return ""
+	return pyIcebergConfigFile()
 }
 
 func openNamed(ctx context.Context, o Options) (*Catalog, error) {
@@ -95,16 +100,20 @@ func openNamed(ctx context.Context, o Options) (*Catalog, error) {
 	if path == "" {
 		path = defaultConfigFile()
 	}
-	if path == "" {
-		return nil, fmt.Errorf("%w: catalog %q requested but no configuration file: pass --config FILE or set %s", ErrConfig, o.Name, EnvConfig)
-	}
-	cfg, err := LoadConfig(path)
+	cfg, err := resolvedConfig(path)
 	if err != nil {
 		return nil, err
 	}
 	props, err := cfg.Properties(o.Name)
 	if err != nil {
+		if path == "" {
+			return nil, fmt.Errorf("%w: catalog %q requested but no configuration file (and no PYICEBERG_CATALOG__%s__* variables): pass --config FILE or set %s or %s",
+				ErrConfig, o.Name, strings.ToUpper(o.Name), EnvConfig, EnvPyIcebergHome)
+		}
 		return nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	if path == "" {
+		path = "environment"
 	}
 	kind := strings.ToLower(props.Get("type", ""))
 	if kind == "" {
@@ -112,7 +121,7 @@ func openNamed(ctx context.Context, o Options) (*Catalog, error) {
 		switch {
 		case strings.HasPrefix(uri, "http://"), strings.HasPrefix(uri, "https://"):
 			kind = "rest"
-		case strings.HasPrefix(uri, "sqlite"), strings.HasSuffix(uri, ".db"):
+		case strings.HasPrefix(uri, "sqlite"), strings.HasSuffix(uri, ".db"), strings.HasPrefix(uri, "postgres"), strings.HasPrefix(uri, "jdbc:"):
 			kind = "sql"
 		default:
 			return nil, fmt.Errorf("%w: catalog %q in %s has no type (rest, sql, glue, hive or hadoop)", ErrConfig, o.Name, path)
@@ -149,34 +158,40 @@ func openNamed(ctx context.Context, o Options) (*Catalog, error) {
 	}
 }
 
-// openSQL opens a SQL catalog on a SQLite file: uri "sqlite:///abs/path.db",
-// "sqlite:relative.db" or a plain path. Other databases would need their
-// drivers compiled in, which floe does not do.
+// openSQL opens a SQL catalog: on a SQLite file (uri as SQLAlchemy reads
+// it: sqlite:///relative.db, sqlite:////absolute.db; or jdbc:sqlite:path,
+// sqlite:path, a plain path) or on PostgreSQL (postgresql://user:pw@host/db,
+// postgresql+psycopg2://..., jdbc:postgresql://host/db with jdbc.user and
+// jdbc.password), through pure-Go drivers.
 func (c *Catalog) openSQL(ctx context.Context, props iceberg.Properties) error {
 	uri := props.Get("uri", "")
+	if uri == "" {
+		return fmt.Errorf("%w: sql catalog needs uri (sqlite:///catalog.db or postgresql://user@host/db)", ErrConfig)
+	}
+	if _, ok := props[sqlcat.SchemaVersionKey]; !ok {
+		props[sqlcat.SchemaVersionKey] = sqlcat.SchemaVersionV1
+	}
+	dsn, isPG, err := postgresDSN(uri, props)
+	if err != nil {
+		return err
+	}
+	if isPG {
+		return c.openPostgres(ctx, dsn, props)
+	}
 	dialect := strings.ToLower(props.Get(sqlcat.DialectKey, "sqlite"))
 	if dialect != "sqlite" {
-		return fmt.Errorf("%w: sql catalogs on %s: floe embeds only the SQLite driver", ErrUnsupported, dialect)
+		return fmt.Errorf("%w: sql catalogs on %s: floe has the SQLite and PostgreSQL drivers", ErrUnsupported, dialect)
 	}
-	path := uri
-	for _, p := range []string{"sqlite:///", "sqlite://", "sqlite:", "jdbc:sqlite:", "file:"} {
-		if strings.HasPrefix(path, p) {
-			path = strings.TrimPrefix(path, p)
-			if p == "sqlite:///" {
-				path = "/" + path
-			}
-			break
-		}
+	path, ok, err := sqlitePath(uri)
+	if err != nil {
+		return err
 	}
-	if path == "" {
-		return fmt.Errorf("%w: sql catalog needs uri (a SQLite file)", ErrConfig)
+	if !ok {
+		return fmt.Errorf("%w: sql catalog uri %q: want a SQLite (sqlite:///catalog.db) or PostgreSQL (postgresql://user@host/db) URL", ErrUnsupported, uri)
 	}
 	db, err := openSQLite(path)
 	if err != nil {
 		return err
-	}
-	if _, ok := props[sqlcat.SchemaVersionKey]; !ok {
-		props[sqlcat.SchemaVersionKey] = sqlcat.SchemaVersionV1
 	}
 	cat, err := sqlcat.NewCatalog(c.name, db, sqlcat.SQLite, props)
 	if err != nil {

@@ -45,15 +45,20 @@ func openSQLite(path string) (*sql.DB, error) {
 	return db, nil
 }
 
-func openEmbedded(ctx context.Context, warehouse string) (*Catalog, error) {
+func openEmbedded(ctx context.Context, warehouse string, mustExist bool) (*Catalog, error) {
 	dir, err := absDir(warehouse)
 	if err != nil {
 		return nil, err
 	}
+	dbPath := filepath.Join(dir, DBFile)
+	if mustExist {
+		if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+			return nil, noCatalogError(dbPath)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create warehouse %s: %w", dir, err)
 	}
-	dbPath := filepath.Join(dir, DBFile)
 	db, err := openSQLite(dbPath)
 	if err != nil {
 		return nil, err
@@ -73,6 +78,16 @@ func openEmbedded(ctx context.Context, warehouse string) (*Catalog, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// ErrNoCatalog is returned when a command that does not create anything
+// is run where no embedded catalog exists (see Options.MustExist).
+var ErrNoCatalog = errors.New("no catalog")
+
+func noCatalogError(dbPath string) error {
+	return fmt.Errorf("%w at %s: floe creates the embedded catalog only with `floe init` or a command that creates something (namespace create, table create, sync, run, ...); "+
+		"pass --warehouse DIR or set %s to use a warehouse elsewhere, or --catalog NAME for a catalog of the configuration file (--config, %s, ~/.pyiceberg.yaml)",
+		ErrNoCatalog, dbPath, EnvWarehouse, EnvConfig)
 }
 
 // Register adds an existing table, given the path of one of its metadata

@@ -187,7 +187,7 @@ func Open(ctx context.Context, tbl *table.Table, o Options) (*Changelog, error) 
 			return nil, fmt.Errorf("%w: --per-key and --net-changes are different views; choose one", ErrInvalidOptions)
 		}
 		if len(c.idCols) == 0 {
-			return nil, fmt.Errorf("%w: --per-key needs identifier columns: give --identifier-columns or set the table's identifier fields", ErrInvalidOptions)
+			return nil, fmt.Errorf("%w: --per-key needs identifier columns: give --key or set the table's identifier fields", ErrInvalidOptions)
 		}
 		// Per-key views are built from update images.
 		c.updates = true

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ func init() { extraCommands = append(extraCommands, applyCommand) }
 func applyCommand(a *app) *cobra.Command {
 	var (
 		changes, keys, seq, deleteMode, branch, changeType string
+		inputFormat                                        string
 		props                                              []string
 		allowKey                                           bool
 	)
@@ -34,7 +36,8 @@ UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT), so raw CDC events apply correct
 
 Rows are removed copy-on-write or merge-on-read as the table's write.merge.mode says;
 --delete-mode position forces position deletes (deletion vectors on v3), --delete-mode
-equality writes equality deletes without reading the table's rows. --property k=v
+equality writes equality deletes without reading the table's rows (PyIceberg 0.12 cannot
+read tables with equality deletes: floe warns; table compact removes them). --property k=v
 sets table properties (watermarks) in the same commit.
 
 On a table with identifier fields, --key must be them: applying by another column can
@@ -73,7 +76,14 @@ give several rows one identifier value, so it is refused unless
 			if err != nil {
 				return err
 			}
-			r, err := rowfile.Open(ctx, changes, rowfile.ReadOptions{Target: target, Extra: merge.ChangeColumns(target, changeType, seq)})
+			format, err := rowfile.ParseFormat(inputFormat)
+			if err != nil {
+				return usageError{fmt.Errorf("--input-format: %w", err)}
+			}
+			if changes == "-" && format == rowfile.FormatAuto {
+				return usagef("--changes - (stdin) has no file name to tell its format by: pass --input-format csv, jsonl or parquet")
+			}
+			r, err := rowfile.Open(ctx, changes, rowfile.ReadOptions{Target: target, Format: format, Extra: merge.ChangeColumns(target, changeType, seq)})
 			if err != nil {
 				return err
 			}
@@ -98,11 +108,15 @@ give several rows one identifier value, so it is refused unless
 				return err
 			}
 			a.answerLost(res.AnswerLost, ident, res.CommitID)
+			if res.Committed && strings.Contains(res.Mode, "equality") {
+				a.warnEqualityDeletes(catalog.FormatName(ident))
+			}
 			return a.reportApply(catalog.FormatName(ident), res)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&changes, "changes", "", "file of change rows: Parquet, CSV or JSON Lines (required)")
+	f.StringVar(&changes, "changes", "", "file of change rows: Parquet, CSV or JSON Lines; - for stdin (required)")
+	f.StringVar(&inputFormat, "input-format", "", "format of --changes: csv, jsonl or parquet (default: from its extension; required for stdin)")
 	f.StringVar(&keys, "key", "", "key columns, comma-separated: the table's identifier fields when it has some (required)")
 	f.BoolVar(&allowKey, "allow-non-identifier-key", false, "apply by a --key that is not the table's identifier (its values can then repeat)")
 	f.StringVar(&seq, "sequence-column", "", "collapse the changes of each key in this column's order")

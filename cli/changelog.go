@@ -34,13 +34,13 @@ vectors are supported.
 Output: the table's columns, then _change_type, _change_ordinal (0 for the oldest
 snapshot in range) and _commit_snapshot_id.
 
---compute-updates defaults to on when --identifier-columns is given (as in Iceberg);
-the identifier columns default to the table's identifier fields. --per-key latest
+--compute-updates defaults to on when --key is given (Iceberg's identifier_columns);
+the key defaults to the table's identifier fields. --per-key latest
 keeps the latest action per identifier (UPDATE_BEFORE dropped); --per-key net gives
 the net change per identifier from the start to the end state. --net-changes is
 Iceberg's net_changes over whole rows.`,
 		Example: `  floe changelog shop.orders --start-snapshot-id 3051729675574597004 --format jsonl
-  floe changelog shop.orders --start-timestamp 2024-05-01T00:00:00Z --identifier-columns id
+  floe changelog shop.orders --start-timestamp 2024-05-01T00:00:00Z --key id
   floe changelog shop.orders --per-key latest --where "status <> 'test'" --output changes.parquet`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -115,7 +115,7 @@ Iceberg's net_changes over whole rows.`,
 	f.StringVar(&startTS, "start-timestamp", "", "start time (epoch ms or ISO-8601); a snapshot at exactly this time is excluded")
 	f.StringVar(&endTS, "end-timestamp", "", "end time (epoch ms or ISO-8601)")
 	f.StringVar(&ref, "ref", "", "branch or tag whose history is read (default main)")
-	f.StringVar(&idCols, "identifier-columns", "", "identifier columns, comma-separated (default: the table's identifier fields)")
+	keyFlag(c, &idCols, "key (identifier) columns, comma-separated (default: the table's identifier fields)", "identifier-columns")
 	f.BoolVar(&computeUpdates, "compute-updates", false, "pair DELETE and INSERT of one identifier into UPDATE_BEFORE/UPDATE_AFTER")
 	f.BoolVar(&netChanges, "net-changes", false, "net changes over whole rows across the range")
 	f.StringVar(&perKey, "per-key", "", "per-identifier view: latest or net")

@@ -43,7 +43,7 @@ read with the storage settings of the catalog chosen with --catalog (its s3.*, g
 adls.* keys), or of the storage profile --storage NAME of the configuration file;
 --source-property k=v overrides single settings. See docs/storage.md.`,
 		Example: `  floe delta changes ./events --start-version 3
-  floe delta sync ./events lake.events --equality-columns id`,
+  floe delta sync ./events lake.events --key id`,
 	}
 	c.AddCommand(deltaChangesCommand(a), deltaSyncCommand(a))
 	return c
@@ -197,14 +197,14 @@ func deltaSyncCommand(a *app) *cobra.Command {
 		logFormat, metricsAddr string
 	)
 	c := &cobra.Command{
-		Use:   "sync PATH NS.T --equality-columns COL[,COL...]",
+		Use:   "sync PATH NS.T --key COL[,COL...]",
 		Short: "Keep an Iceberg table equal to a Delta table through its Change Data Feed",
 		Long: `Sync the Delta table at PATH into the Iceberg table NS.T.
 
 The first run copies the Delta snapshot at the start (--start-version or
 --start-timestamp; default: the end bound, else the latest version) into the table,
 creating the namespace and the table when missing: Delta types mapped to Iceberg
-types, the equality columns as identifier fields, --partition-by as the partition
+types, the key columns as identifier fields, --partition-by as the partition
 spec and --mode as the table's write mode. Every run then applies the Change Data
 Feed after the last applied version up to the end bound (default: the latest
 version): changes are collapsed per key in commit order and applied in one Iceberg
@@ -219,10 +219,10 @@ is committed. --evolve-schema adds new nullable columns; anything else needs you
 stderr (--log-format text|json), with the metrics of floe run at --metrics-addr
 (transform="NS.T"). SIGINT or SIGTERM lets the current run finish and exits; a
 second signal aborts the run before its commit.`,
-		Example: `  floe delta sync ./events shop.events --equality-columns id
-  floe delta sync ./events shop.events --equality-columns id --start-version 12 --mode merge-on-read --partition-by "day(ts)"
+		Example: `  floe delta sync ./events shop.events --key id
+  floe delta sync ./events shop.events --key id --start-version 12 --mode merge-on-read --partition-by "day(ts)"
   floe delta sync ./events shop.events --evolve-schema --max-versions 100
-  floe delta sync s3://bucket/events shop.events --equality-columns id --every 15m`,
+  floe delta sync s3://bucket/events shop.events --key id --every 15m`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -264,7 +264,11 @@ second signal aborts the run before its commit.`,
 				PartitionBy: partitionBy, FormatVersion: formatVersion, Properties: p, EvolveSchema: evolve, MaxVersions: maxVersions}
 			run := func(ctx context.Context, log *slog.Logger) (*deltasync.Result, error) {
 				opts.Logger = log
-				return deltasync.Sync(ctx, cat, src, ident, opts)
+				res, err := deltasync.Sync(ctx, cat, src, ident, opts)
+				if err == nil && res.Committed && dm == merge.DeleteEquality {
+					a.warnEqualityDeletes(catalog.FormatName(ident))
+				}
+				return res, err
 			}
 			if every == 0 {
 				return a.syncOnce(ctx, run)
@@ -283,7 +287,7 @@ second signal aborts the run before its commit.`,
 	}
 	r.flags(c, "first run: migrate the snapshot at this version (default: the end bound, else the latest)")
 	f := c.Flags()
-	f.StringVar(&keys, "equality-columns", "", "key columns, comma-separated (default: the table's identifier fields; required to create it)")
+	keyFlag(c, &keys, "key columns, comma-separated (default: the table's identifier fields; required to create it)", "equality-columns")
 	f.StringVar(&mode, "mode", "copy-on-write", "write mode of a table the sync creates: copy-on-write or merge-on-read")
 	f.StringVar(&deleteMode, "delete-mode", "", "how rows are removed: position or equality (default: as the table's write.merge.mode says)")
 	f.StringVar(&partitionBy, "partition-by", "", `partition spec of a table the sync creates, e.g. "region, day(ts)"`)

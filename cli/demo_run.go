@@ -152,7 +152,7 @@ func runDemo(ctx context.Context, a *app, dir string, keep bool) error {
 	}
 	d.say("\nok: every check passed")
 	if keep {
-		d.say("\nThe warehouse stays in %s; try:\n  floe --warehouse %s table snapshots shop.active_orders\n  floe --warehouse %s changelog shop.orders_mor --per-key latest --limit 10", dir, dir, dir)
+		d.say("\nThe warehouse stays in %s; try:\n  floe --warehouse %s table snapshots shop.active_orders\n  floe --warehouse %s changelog shop.orders_mor --per-key latest --format jsonl", dir, dir, dir)
 	}
 	return nil
 }

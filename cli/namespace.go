@@ -10,8 +10,8 @@ func namespaceCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "namespace",
 		Aliases: []string{"ns"},
-		Short:   "Create and list namespaces",
-		Example: "  floe namespace create shop\n  floe namespace list",
+		Short:   "Create, list and drop namespaces",
+		Example: "  floe namespace create shop\n  floe namespace list\n  floe namespace drop scratch",
 	}
 	var ifNotExists bool
 	create := &cobra.Command{
@@ -68,6 +68,6 @@ func namespaceCommand(a *app) *cobra.Command {
 			return a.printColumns([]column{{name: "namespace", typ: strType, values: names}})
 		},
 	}
-	cmd.AddCommand(create, list)
+	cmd.AddCommand(create, list, namespaceDrop(a))
 	return cmd
 }

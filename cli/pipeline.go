@@ -53,6 +53,9 @@ func (fileSource) load(a *app, args []string) (*pipeline.Pipeline, []string, err
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, w := range f.Warnings {
+		a.warnf("%s", w)
+	}
 	if a.warehouse == "" && a.catalogName == "" {
 		o := f.CatalogOptions()
 		a.warehouse, a.catalogName = o.Warehouse, o.Name

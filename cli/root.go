@@ -39,6 +39,10 @@ type app struct {
 	configFile  string
 	format      string
 	quiet       bool
+	create      bool // the command may create the embedded catalog
+	formatSet   bool // --format was given (else --output's extension picks it)
+
+	warnedEquality bool // the equality deletes warning was printed
 
 	stdout, stderr io.Writer
 	stdin          io.Reader
@@ -50,7 +54,7 @@ func (a *app) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 	if a.cat != nil {
 		return a.cat, nil
 	}
-	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: a.warehouse, Name: a.catalogName, ConfigFile: a.configFile})
+	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: a.warehouse, Name: a.catalogName, ConfigFile: a.configFile, MustExist: !a.create})
 	if err != nil {
 		return nil, err
 	}
@@ -93,11 +97,17 @@ between Iceberg snapshots, applying changes by key (upserts, deletes, MERGE INTO
 incremental transforms, and Delta Lake Change Data Feed into Iceberg.
 
 By default floe uses an embedded Iceberg catalog (SQLite, the layout of Iceberg's
-JdbcCatalog) in ./warehouse; --warehouse or FLOE_WAREHOUSE moves it, --catalog NAME
-picks a catalog from a pyiceberg-style YAML file (--config or FLOE_CONFIG).`,
+JdbcCatalog) in ./warehouse, made by floe init or by the first command that creates
+something; --warehouse or FLOE_WAREHOUSE moves it. --catalog NAME picks a catalog from
+a PyIceberg-style YAML file (--config, FLOE_CONFIG, ~/.floe.yaml or the .pyiceberg.yaml
+PyIceberg reads, with its PYICEBERG_CATALOG__* variables and default-catalog).
+
+Exit status: 0 on success, 1 on a failure, 2 on a usage error (a bad flag, argument or
+command).`,
 		Example: `  floe demo
+  floe init
   floe namespace create shop
-  floe table create shop.orders --schema "id long not null, status string" --identifier id
+  floe table create shop.orders --schema "id long not null, status string" --key id
   floe table append shop.orders orders.csv
   floe changelog shop.orders --format jsonl`,
 		SilenceUsage:  true,
@@ -135,13 +145,26 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 	pf.StringVar(&a.format, "format", "table", "output format: table, jsonl, csv or json")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only results, no progress or messages")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		a.create = createsCatalog(cmd)
+		a.formatSet = cmd.Flags().Changed("format")
+		a.warnAliases(cmd)
+		_, err := a.outputFormat() // a bad --format is a usage error before anything runs
+		return err
+	}
 }
 
 // extraCommands are registered by other files of this package as they grow.
 var extraCommands []func(*app) *cobra.Command
 
-// setArgsUsage makes argument-count errors usage errors on every command.
+// setArgsUsage makes argument-count errors usage errors on every command,
+// and an unknown subcommand a usage error (cobra prints the parent's help
+// and succeeds) on every command that only groups others.
 func setArgsUsage(c *cobra.Command) {
+	if !c.Runnable() && c.HasSubCommands() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = unknownSubcommand
+	}
 	if c.Args != nil {
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {
@@ -154,6 +177,20 @@ func setArgsUsage(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		setArgsUsage(sub)
 	}
+}
+
+// unknownSubcommand runs a command that only groups others: alone it
+// prints its help; with an argument that names no subcommand it is a usage
+// error naming it (with suggestions).
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return usageError{errors.New(msg)}
 }
 
 // Main runs floe with os.Args and returns the process exit status: 0, 1

@@ -87,7 +87,17 @@ func (a *app) logger() *slog.Logger {
 func (a *app) reportBuild(res *transform.Result) error {
 	f, _ := a.outputFormat()
 	if f == rowfile.OutputJSON || f == rowfile.OutputJSONL {
-		return json.NewEncoder(a.stdout).Encode(res)
+		// The shape floe run prints for each transform.
+		kind := pipeline.OutcomeFull
+		switch {
+		case res.Skipped:
+			kind = pipeline.OutcomeSkipped
+		case res.Incremental:
+			kind = pipeline.OutcomeIncremental
+		}
+		enc := json.NewEncoder(a.stdout)
+		enc.SetEscapeHTML(false) // "sync a -> b" as written
+		return enc.Encode(toJSON(pipeline.Outcome{Step: res.Transform, Kind: kind, Started: res.Started, Duration: res.Duration, Result: res}))
 	}
 	fmt.Fprintln(a.stdout, describeBuild(res))
 	return nil

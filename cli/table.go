@@ -27,13 +27,14 @@ func tableCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "table",
 		Short: "Create, inspect, read and change Iceberg tables",
-		Example: `  floe table create shop.orders --schema "id long not null, status string, ts timestamptz" --identifier id --partition-by "day(ts)"
+		Example: `  floe table create shop.orders --schema "id long not null, status string, ts timestamptz" --key id --partition-by "day(ts)"
   floe table append shop.orders orders.parquet
   floe table scan shop.orders --where "status = 'open'" --format jsonl`,
 	}
 	cmd.AddCommand(tableCreate(a), tableList(a), tableDescribe(a), tableSnapshots(a), tableScan(a),
 		tableAppend(a), tableDelete(a), tableUpdate(a), tableOverwrite(a), tableCompact(a),
 		tableBranch(a), tableRollback(a), tableSetCurrent(a), tableRegister(a), tableRemoveOrphans(a))
+	cmd.AddCommand(lifecycleCommands(a)...)
 	return cmd
 }
 
@@ -45,12 +46,12 @@ func tableCreate(a *app) *cobra.Command {
 		Use:   "create NS.T --schema COLUMNS",
 		Short: "Create a table",
 		Long: `Create a table. COLUMNS is a comma-separated list of "name type [not null]"; types:
-boolean, int, long, float, double, decimal(p,s), date, time, timestamp, timestamptz,
-timestamp_ns, timestamptz_ns, string, uuid, binary, fixed(n), list<T>, map<K,V>,
-struct<name: T, ...>. Row-level changes are copy-on-write unless the table sets
+boolean, int, long, float, double, decimal(p,s), date, time, timestamp (with zone, as in
+Spark SQL; also timestamptz), timestamp_ntz (without zone), timestamp_ns, timestamptz_ns,
+string, uuid, binary, fixed(n), list<T>, map<K,V>, struct<name: T, ...>. Row-level changes are copy-on-write unless the table sets
 Iceberg's write.delete.mode / write.update.mode / write.merge.mode to merge-on-read.`,
 		Example: `  floe table create shop.orders --schema "id long not null, data string, price decimal(10,2), ts timestamptz, tags list<string>" \
-      --identifier id --partition-by "day(ts), bucket(16,id)" --format-version 3 \
+      --key id --partition-by "day(ts), bucket(16,id)" --format-version 3 \
       --property write.delete.mode=merge-on-read`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -99,7 +100,7 @@ Iceberg's write.delete.mode / write.update.mode / write.merge.mode to merge-on-r
 	}
 	f := c.Flags()
 	f.StringVar(&schema, "schema", "", "column definitions (required)")
-	f.StringVar(&identifier, "identifier", "", "identifier columns, comma-separated (must be not null)")
+	keyFlag(c, &identifier, "key columns: the table's identifier fields, comma-separated (must be not null)", "identifier")
 	f.StringVar(&partition, "partition-by", "", `partition fields: columns and transforms such as "day(ts), bucket(16,id)"`)
 	f.IntVar(&formatVersion, "format-version", 0, "Iceberg format version: 2 (default) or 3")
 	f.StringArrayVar(&props, "property", nil, "table property k=v (repeatable)")
@@ -223,8 +224,7 @@ func (a *app) describe(ident table.Identifier, tbl *table.Table) error {
 	}
 	spec := tbl.Spec()
 	for _, f := range spec.Fields() {
-		src, _ := sc.FindColumnName(f.SourceID())
-		d.Partition = append(d.Partition, fmt.Sprintf("%s(%s) as %s", f.Transform, src, f.Name))
+		d.Partition = append(d.Partition, tableops.FormatPartitionField(sc, f))
 	}
 	for k, v := range tbl.Properties() {
 		d.Properties[k] = v
@@ -475,8 +475,12 @@ func (a *app) writeRows(output string, schema *arrow.Schema, seq iter.Seq2[arrow
 		}
 		defer file.Close()
 		out = file
-		if g, err := rowfile.FormatFromPath(output); err == nil && g == rowfile.FormatParquet && a.format == "table" {
-			f = rowfile.OutputParquet
+		if !a.formatSet {
+			// --output picks the format from its extension unless --format
+			// names one.
+			if g, ok := outputFormatOf(output); ok {
+				f = g
+			}
 		}
 	} else if f == rowfile.OutputParquet {
 		return 0, usagef("--format parquet needs --output FILE")
@@ -510,20 +514,27 @@ func (a *app) writeRows(output string, schema *arrow.Schema, seq iter.Seq2[arrow
 
 // inputFiles returns a producer reading the files into the table's schema,
 // one after another, counting rows on p.
-func inputFiles(ctx context.Context, tbl *table.Table, files []string, p *progress) (func() iter.Seq2[arrow.RecordBatch, error], error) {
+func inputFiles(ctx context.Context, tbl *table.Table, files []string, inputFormat string, p *progress) (func() iter.Seq2[arrow.RecordBatch, error], error) {
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return nil, err
+	}
+	format, err := rowfile.ParseFormat(inputFormat)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--input-format: %w", err)}
 	}
 	for _, f := range files {
 		if f == "-" && len(files) > 1 {
 			return nil, usagef("stdin (-) must be the only input")
 		}
+		if f == "-" && format == rowfile.FormatAuto {
+			return nil, usagef("stdin (-) has no file name to tell its format by: pass --input-format csv, jsonl or parquet")
+		}
 	}
 	return func() iter.Seq2[arrow.RecordBatch, error] {
 		return func(yield func(arrow.RecordBatch, error) bool) {
 			for _, path := range files {
-				r, err := rowfile.Open(ctx, path, rowfile.ReadOptions{Target: target})
+				r, err := rowfile.Open(ctx, path, rowfile.ReadOptions{Target: target, Format: format})
 				if err != nil {
 					yield(nil, err)
 					return
@@ -580,15 +591,15 @@ func (a *app) report(verb string, t tableops.Target, o *tableops.Outcome) error 
 }
 
 func tableAppend(a *app) *cobra.Command {
-	var branch, commitID string
+	var branch, commitID, inputFormat string
 	c := &cobra.Command{
 		Use:   "append NS.T FILE...",
 		Short: "Append rows from Parquet, CSV or JSON Lines files in one snapshot",
-		Long: `Append rows from files (Parquet, CSV with a header row, JSON Lines; "-" reads stdin).
-Columns match by name; missing nullable columns are NULL; values are converted to the
-column types. One bad value fails the whole command, naming file, line and column,
-and nothing is committed.`,
-		Example: "  floe table append shop.orders orders-1.parquet orders-2.csv\n  cat new.jsonl | floe table append shop.orders -",
+		Long: `Append rows from files (Parquet, CSV with a header row, JSON Lines; "-" reads stdin,
+in the --input-format given). Columns match by name; missing nullable columns are NULL;
+values are converted to the column types. One bad value fails the whole command,
+naming file, line and column, and nothing is committed.`,
+		Example: "  floe table append shop.orders orders-1.parquet orders-2.csv\n  cat new.jsonl | floe table append shop.orders - --input-format jsonl",
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -598,7 +609,7 @@ and nothing is committed.`,
 			}
 			p := a.progress("appending")
 			defer p.done()
-			recs, err := inputFiles(ctx, tbl, args[1:], p)
+			recs, err := inputFiles(ctx, tbl, args[1:], inputFormat, p)
 			if err != nil {
 				return err
 			}
@@ -613,6 +624,7 @@ and nothing is committed.`,
 	}
 	c.Flags().StringVar(&branch, "branch", "", "write to this branch")
 	c.Flags().StringVar(&commitID, "commit-id", "", "the commit's id (floe.commit-id); rerun with the id an unknown outcome named: nothing is appended twice")
+	c.Flags().StringVar(&inputFormat, "input-format", "", "format of the input: csv, jsonl or parquet (default: from each file's extension; required for stdin)")
 	return c
 }
 
@@ -689,7 +701,7 @@ func tableUpdate(a *app) *cobra.Command {
 }
 
 func tableOverwrite(a *app) *cobra.Command {
-	var branch, where string
+	var branch, where, inputFormat string
 	c := &cobra.Command{
 		Use:     "overwrite NS.T FILE... [--where EXPR]",
 		Short:   "Replace the rows matching a predicate (or all rows) with the files' rows in one snapshot",
@@ -709,7 +721,7 @@ func tableOverwrite(a *app) *cobra.Command {
 			}
 			prog := a.progress("overwriting")
 			defer prog.done()
-			recs, err := inputFiles(ctx, tbl, args[1:], prog)
+			recs, err := inputFiles(ctx, tbl, args[1:], inputFormat, prog)
 			if err != nil {
 				return err
 			}
@@ -723,6 +735,7 @@ func tableOverwrite(a *app) *cobra.Command {
 	}
 	c.Flags().StringVar(&where, "where", "", "SQL predicate of the rows to replace (default: every row)")
 	c.Flags().StringVar(&branch, "branch", "", "write to this branch")
+	c.Flags().StringVar(&inputFormat, "input-format", "", "format of the input: csv, jsonl or parquet (default: from each file's extension; required for stdin)")
 	return c
 }
 

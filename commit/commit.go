@@ -129,7 +129,8 @@ func Run(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, o Op
 		}
 		snapProps[PropCommitID] = r.id
 		props := o.SetProperties
-		if res.Empty() {
+		if res.NoFiles() {
+			// No snapshot: the property is how a lost answer is found.
 			props = withProp(props, PropLastCommitID, r.id)
 		}
 		base, err := write.BranchHead(tbl, o.Branch)

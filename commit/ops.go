@@ -160,7 +160,7 @@ func Create(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, s
 	}
 	snapProps[PropCommitID] = r.id
 	props2 := o.SetProperties
-	if res.Empty() {
+	if res.NoFiles() {
 		props2 = withProp(props2, PropLastCommitID, r.id)
 	}
 	att := &attempt{no: 1, branch: o.Branch, baseLoc: "", res: res, files: res.Written()}

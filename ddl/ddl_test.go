@@ -104,3 +104,74 @@ func TestParsePartitionSpec(t *testing.T) {
 	}
 	_ = iceberg.PrimitiveTypes.Int32
 }
+
+func TestTimestampMeansWithZone(t *testing.T) {
+	// As in Spark SQL: timestamp is an instant, timestamp_ntz a wall-clock time.
+	for src, want := range map[string]iceberg.Type{
+		"timestamp":     iceberg.PrimitiveTypes.TimestampTz,
+		"TIMESTAMP":     iceberg.PrimitiveTypes.TimestampTz,
+		"timestamptz":   iceberg.PrimitiveTypes.TimestampTz,
+		"timestamp_ltz": iceberg.PrimitiveTypes.TimestampTz,
+		"timestamp_ntz": iceberg.PrimitiveTypes.Timestamp,
+		"timestamp_ns":  iceberg.PrimitiveTypes.TimestampNs,
+	} {
+		got, err := ParseType(src)
+		if err != nil || !got.Equals(want) {
+			t.Errorf("%s: got %v %v, want %v", src, got, err, want)
+		}
+	}
+	// FormatType prints what ParseType reads back as the same type.
+	for _, typ := range []iceberg.Type{iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.TimestampTz,
+		iceberg.PrimitiveTypes.TimestampNs, iceberg.PrimitiveTypes.TimestampTzNs, iceberg.PrimitiveTypes.Date,
+		iceberg.DecimalTypeOf(10, 2), iceberg.FixedTypeOf(3), iceberg.PrimitiveTypes.UUID} {
+		back, err := ParseType(FormatType(typ))
+		if err != nil || !back.Equals(typ) {
+			t.Errorf("%v prints as %q, which reads back as %v %v", typ, FormatType(typ), back, err)
+		}
+	}
+}
+
+func TestPartitionSpellings(t *testing.T) {
+	sc, err := ParseSchema("id long not null, s string, ts timestamp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"bucket(4, id)", "bucket(id, 4)", "bucket[4](id)", "BUCKET[4](id)"} {
+		f, err := ParsePartitionFields(src, sc)
+		if err != nil || len(f) != 1 || f[0].Name != "id_bucket_4" || f[0].Transform.String() != "bucket[4]" {
+			t.Errorf("%s: %v %v", src, f, err)
+		}
+	}
+	f, err := ParsePartitionFields("truncate[2](s) as prefix, day(ts) AS d", sc)
+	if err != nil || len(f) != 2 || f[0].Name != "prefix" || f[0].Transform.String() != "truncate[2]" || f[1].Name != "d" {
+		t.Errorf("names: %v %v", f, err)
+	}
+	if _, err := ParsePartitionFields("bucket[4] id", sc); err == nil {
+		t.Errorf("bucket[4] without (col): want an error")
+	}
+}
+
+func TestParseColumn(t *testing.T) {
+	c, err := ParseColumn("note string not null comment 'free ''text''' after status")
+	if err != nil || c.Name() != "note" || !c.Type.Equals(iceberg.PrimitiveTypes.String) || !c.Required || c.Doc != "free 'text'" || c.After != "status" {
+		t.Errorf("got %+v %v", c, err)
+	}
+	c, err = ParseColumn("loc.alt double first")
+	if err != nil || c.Name() != "loc.alt" || !c.First {
+		t.Errorf("got %+v %v", c, err)
+	}
+	for _, bad := range []string{"x", "x strin", "x int first after y", "x int banana"} {
+		if _, err := ParseColumn(bad); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+	for src, want := range map[string][2]string{"a TO b": {"a", "b"}, "a=b": {"a", "b"}, "s.x to y": {"s.x", "y"}} {
+		from, to, err := ParseNamePair(src)
+		if err != nil || from != want[0] || to != want[1] {
+			t.Errorf("%q: %q %q %v", src, from, to, err)
+		}
+	}
+	if _, _, err := ParseNamePair("a b"); err == nil {
+		t.Errorf("a b: want an error")
+	}
+}

@@ -10,9 +10,10 @@ import (
 // ParsePartitionSpec parses a comma-separated partition list against sc:
 // bare column names (identity), identity(col), year(col)/years(col),
 // month(col)/months(col), day(col)/days(col), hour(col)/hours(col),
-// bucket(N, col), truncate(W, col) and void(col). Partition field names follow
-// Iceberg's defaults (col, ts_day, id_bucket_16, ...). An empty string is the
-// unpartitioned spec.
+// bucket(N, col), truncate(W, col) (also written bucket[N](col), as Iceberg
+// prints transforms) and void(col), each optionally followed by "AS name".
+// Partition field names otherwise follow Iceberg's defaults (col, ts_day,
+// id_bucket_16, ...). An empty string is the unpartitioned spec.
 func ParsePartitionSpec(src string, sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
 	if strings.TrimSpace(src) == "" {
 		return *iceberg.UnpartitionedSpec, nil
@@ -61,12 +62,31 @@ func ParsePartitionFields(src string, sc *iceberg.Schema) ([]PartitionField, err
 			tr  iceberg.Transform
 			arg int
 		)
+		// bucket[16](id) and truncate[4](s), as Iceberg's transform names
+		// print, are bucket(16, id) and truncate(4, s).
+		bracketArg := -1
+		if fn := strings.ToLower(word); (fn == "bucket" || fn == "truncate") && l.accept('[') {
+			if bracketArg, err = l.number(); err != nil {
+				return nil, err
+			}
+			if err := l.expect(']'); err != nil {
+				return nil, err
+			}
+			if l.peekByte() != '(' {
+				return nil, l.errf("expected ( after %s[%d]", fn, bracketArg)
+			}
+		}
 		if l.accept('(') {
 			fn := strings.ToLower(word)
 			switch fn {
 			case "bucket", "truncate":
 				// bucket(16, id) as in Spark; bucket(id, 16) is accepted too.
-				if c := l.peekByte(); c >= '0' && c <= '9' {
+				if bracketArg >= 0 {
+					arg = bracketArg
+					if col, err = l.ident(); err != nil {
+						return nil, err
+					}
+				} else if c := l.peekByte(); c >= '0' && c <= '9' {
 					if arg, err = l.number(); err != nil {
 						return nil, err
 					}
@@ -137,6 +157,12 @@ func ParsePartitionFields(src string, sc *iceberg.Schema) ([]PartitionField, err
 			return nil, l.errf("transform %s cannot apply to column %q of type %s", tr, col, f.Type)
 		}
 		name := defaultPartitionName(f.Name, tr)
+		if l.keyword("as") {
+			// A field name of one's own, as `describe` prints it.
+			if name, err = l.ident(); err != nil {
+				return nil, err
+			}
+		}
 		if names[name] {
 			l.pos = pos
 			return nil, l.errf("partition field %q appears twice", name)

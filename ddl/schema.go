@@ -17,7 +17,9 @@ import (
 // columns (top-level, required, primitive); each must exist.
 //
 // Types: boolean, int/integer, long/bigint, float, double, decimal(p,s),
-// date, time, timestamp (no zone), timestamptz, timestamp_ns, timestamptz_ns,
+// date, time, timestamp and timestamptz (an instant, with zone, as Spark
+// SQL's timestamp), timestamp_ntz (no zone), timestamp_ns (no zone),
+// timestamptz_ns,
 // string, uuid, binary, fixed(n) / fixed[n], list<T>, map<K,V>,
 // struct<name: T, ...>. A column is optional unless followed by
 // "not null" (or "required").
@@ -211,11 +213,13 @@ func parseType(l *lexer, next *int) (iceberg.Type, error) {
 		return iceberg.PrimitiveTypes.Date, nil
 	case "time":
 		return iceberg.PrimitiveTypes.Time, nil
-	case "timestamp", "timestamp_ntz":
+	case "timestamp_ntz", "timestamp_without_time_zone":
 		return iceberg.PrimitiveTypes.Timestamp, nil
-	case "timestamptz", "timestamp_ltz":
+	case "timestamp", "timestamptz", "timestamp_ltz":
+		// NB: as in Spark SQL, timestamp is an instant (with zone);
+		// timestamp_ntz is the wall-clock time without a zone.
 		return iceberg.PrimitiveTypes.TimestampTz, nil
-	case "timestamp_ns":
+	case "timestamp_ns", "timestamp_ntz_ns":
 		return iceberg.PrimitiveTypes.TimestampNs, nil
 	case "timestamptz_ns":
 		return iceberg.PrimitiveTypes.TimestampTzNs, nil
@@ -346,7 +350,7 @@ func parseType(l *lexer, next *int) (iceberg.Type, error) {
 		return &iceberg.StructType{FieldList: fields}, nil
 	}
 	l.pos = typePos
-	return nil, l.errf("unknown type %q (want boolean, int, long, float, double, decimal(p,s), date, time, timestamp, timestamptz, timestamp_ns, timestamptz_ns, string, uuid, binary, fixed(n), list<T>, map<K,V> or struct<...>)", word)
+	return nil, l.errf("unknown type %q (want boolean, int, long, float, double, decimal(p,s), date, time, timestamp, timestamp_ntz, timestamp_ns, timestamptz_ns, string, uuid, binary, fixed(n), list<T>, map<K,V> or struct<...>)", word)
 }
 
 // FormatType renders an Iceberg type in the syntax ParseType accepts.
@@ -377,6 +381,8 @@ func FormatType(t iceberg.Type) string {
 		return fmt.Sprintf("fixed(%d)", t.Len())
 	case iceberg.DecimalType:
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision(), t.Scale())
+	case iceberg.TimestampType:
+		return "timestamp_ntz" // "timestamp" reads as timestamptz
 	}
 	return t.String()
 }

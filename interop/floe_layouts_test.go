@@ -28,7 +28,7 @@ import (
 // layoutSchema is the schema of the tables floe writes in the layout checks:
 // every primitive type the reference engines map alike, and a list.
 const layoutSchema = "id long not null, cat string, amount decimal(12,2), score double, ratio float, " +
-	"ts timestamptz, lts timestamp, day date, flag boolean, payload binary, tags list<string>, note string"
+	"ts timestamptz, lts timestamp_ntz, day date, flag boolean, payload binary, tags list<string>, note string"
 
 // layoutSchemaNoBinary is layoutSchema without its binary column, for the
 // layouts whose changelog is also compared with create_changelog_view: the
@@ -36,7 +36,7 @@ const layoutSchema = "id long not null, cat string, amount decimal(12,2), score 
 // carry-overs of rows holding one (apache/iceberg#18211,
 // TestReferenceBinaryCarryovers).
 const layoutSchemaNoBinary = "id long not null, cat string, amount decimal(12,2), score double, ratio float, " +
-	"ts timestamptz, lts timestamp, day date, flag boolean, tags list<string>, note string"
+	"ts timestamptz, lts timestamp_ntz, day date, flag boolean, tags list<string>, note string"
 
 // floeWriter drives floe's DML commands on one table with random rows and
 // predicates, checking each command's effect with Spark as it goes.

@@ -209,7 +209,7 @@ func (t *floeType) normalize(v any) (any, error) {
 		return nil, nil
 	}
 	switch t.name {
-	case "timestamp", "timestamptz":
+	case "timestamp", "timestamp_ntz", "timestamptz":
 		return padFraction(v, timestampText, 6)
 	case "timestamp_ns", "timestamptz_ns":
 		return padFraction(v, timestampText, 9)

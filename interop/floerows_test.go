@@ -19,6 +19,7 @@ func TestFloeToRowJSON(t *testing.T) {
 		{"timestamptz whole second", "timestamptz", `"1969-12-31T23:59:59Z"`, `"1969-12-31T23:59:59.000000Z"`, ""},
 		{"timestamp without zone", "timestamp not null", `"2024-01-02T03:04:05.5"`, `"2024-01-02T03:04:05.500000"`, ""},
 		{"timestamp already full", "timestamp", `"2024-01-02T03:04:05.123456"`, `"2024-01-02T03:04:05.123456"`, ""},
+		{"timestamp_ntz as describe prints it", "timestamp_ntz", `"2024-01-02T03:04:05.5"`, `"2024-01-02T03:04:05.500000"`, ""},
 		{"nanoseconds", "timestamptz_ns", `"2024-01-02T03:04:05.1Z"`, `"2024-01-02T03:04:05.100000000Z"`, ""},
 		{"time", "time", `"03:04:05"`, `"03:04:05.000000"`, ""},
 		{"null stays null", "timestamptz", `null`, `null`, ""},

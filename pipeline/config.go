@@ -33,7 +33,10 @@ type File struct {
 	// Path is the file the pipeline was read from ("" when parsed from
 	// bytes without a name).
 	Path string `yaml:"-"`
-	line map[string]int
+	// Warnings are things in the file that work but should change (old
+	// spellings of fields).
+	Warnings []Problem `yaml:"-"`
+	line     map[string]int
 }
 
 // CatalogConfig says which catalog a pipeline file uses (fields documented
@@ -60,7 +63,7 @@ var Types = []struct{ Name, Doc string }{
 	{TypeSync, "Keep `destination` equal to `SELECT columns FROM source WHERE filter`, by key: the first build copies, later builds apply the source's changelog (latest change per key); rows that stop matching the filter are deleted (as `floe sync`)."},
 	{TypeFilter, "Append-only: append the rows added to `source` since the last build that match `filter`, projected to `columns`. An overwrite or delete upstream rebuilds `destination` from the source's current rows."},
 	{TypeMerge, "Run a `MERGE INTO` statement with the changelog of `source` since the last build (latest change per `key`, columns of the source plus `_change_type`, `_change_ordinal`, `_commit_snapshot_id`) as `{changes}` and `destination` as `{destination}`."},
-	{TypeDelta, "Sync a Delta Lake table's Change Data Feed at `path` into the Iceberg table `destination`, matching rows on `equality_columns`."},
+	{TypeDelta, "Sync a Delta Lake table's Change Data Feed at `path` into the Iceberg table `destination`, matching rows on `key`."},
 }
 
 // TransformConfig is one transform of a pipeline file (fields documented
@@ -72,12 +75,12 @@ type TransformConfig struct {
 	Branch          string            `yaml:"branch" doc:"Read the source from this branch (default main)." for:"sync,filter,merge" example:"audit"`
 	Path            string            `yaml:"path" doc:"The Delta Lake table: a local folder or a URI." for:"delta" required:"delta" example:"/data/delta/orders"`
 	Destination     string            `yaml:"destination" doc:"The output Iceberg table, namespace.table; created on the first build when missing." required:"*" example:"shop.active_orders"`
-	Key             []string          `yaml:"key" doc:"Key columns, unique in the source (a list, or one comma-separated string). They become the destination's identifier fields." for:"sync,merge" required:"sync,merge" example:"[id]"`
+	Key             []string          `yaml:"key" doc:"Key columns, unique in the source (a list, or one comma-separated string). They become the destination's identifier fields." for:"sync,merge,delta" required:"sync,merge,delta" example:"[id]"`
 	Filter          string            `yaml:"filter" doc:"SQL predicate the destination's rows match, as in floe's --where." for:"sync,filter" example:"status = 'active'"`
 	Columns         []string          `yaml:"columns" doc:"Columns of the destination, in order (default all). For sync they must include the key." for:"sync,filter" example:"[id, customer, amount]"`
 	PartitionBy     string            `yaml:"partition_by" doc:"Partition spec the destination is created with, as in floe table create --partition-by (used only when floe creates it)." for:"sync,filter,merge" example:"day(ts)"`
 	Statement       string            `yaml:"statement" doc:"The MERGE INTO statement; {destination} stands for the destination table and {changes} for the changes." for:"merge" required:"merge" example:"MERGE INTO {destination} AS t USING {changes} AS s ON t.id = s.id WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *"`
-	EqualityColumns []string          `yaml:"equality_columns" doc:"Columns identifying a row of the Delta table (a list, or one comma-separated string); the destination's identifier fields." for:"delta" required:"delta" example:"[id]"`
+	EqualityColumns []string          `yaml:"equality_columns" doc:"The old spelling of key for delta: still read, with a warning." for:"delta" example:"[id]"`
 	Every           Duration          `yaml:"every" doc:"Run this transform on this schedule (a Go duration such as 90s, 15m or 2h), overriding floe run --every." example:"15m"`
 	TargetLag       Duration          `yaml:"target_lag" doc:"Schedule by freshness instead of every: floe run builds the transform when its lag (how long the oldest change of its inputs not in its outputs has waited) would pass this, as Snowflake's dynamic tables do. At most one of every and target_lag." example:"15m"`
 	Freshness       Freshness         `yaml:"freshness" doc:"Freshness targets of the outputs: warn_after and error_after, durations. floe status shows an output whose lag passed them as warn or error; floe status --check exits 3 when one passed error_after." example:"{warn_after: 30m, error_after: 2h}"`
@@ -244,6 +247,7 @@ func Parse(path string, data []byte) (*File, error) {
 	if len(p.problems) > 0 {
 		return nil, p.err()
 	}
+	f.Warnings = p.warnings
 	return f, nil
 }
 
@@ -296,6 +300,7 @@ func (e *ValidationError) Unwrap() error { return ErrInvalidPipeline }
 type parser struct {
 	file     string
 	problems []Problem
+	warnings []Problem
 	// bad marks the fields (by transform index and name) whose value could
 	// not be decoded, so they are not also reported missing.
 	bad map[string]bool
@@ -478,6 +483,16 @@ func (f *File) validate(p *parser) {
 		if tc.Name != "" {
 			where = fmt.Sprintf("transform %q", tc.Name)
 		}
+		if l, old := tc.line["equality_columns"]; old {
+			// One vocabulary: equality_columns is the old name of key.
+			if _, both := tc.line["key"]; both {
+				p.add(p.errorf(l, where, "equality_columns", "give key only (equality_columns is its old spelling)"))
+			} else {
+				p.warnings = append(p.warnings, p.errorf(l, where, "equality_columns", "is the old spelling of key: it works, but write key"))
+				tc.Key, tc.line["key"] = tc.EqualityColumns, l
+				delete(tc.line, "equality_columns")
+			}
+		}
 		at := func(field string) int {
 			if l, ok := tc.line[field]; ok {
 				return l
@@ -546,7 +561,6 @@ func (f *File) validate(p *parser) {
 		}
 		checkList("key", tc.Key)
 		checkList("columns", tc.Columns)
-		checkList("equality_columns", tc.EqualityColumns)
 		if tc.Type == TypeSync && len(tc.Columns) > 0 {
 			for _, k := range tc.Key {
 				if k != "" && !slices.Contains(tc.Columns, k) {

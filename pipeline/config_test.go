@@ -54,6 +54,9 @@ func TestConfig(t *testing.T) {
 				fmt.Fprintf(&b, "catalog: warehouse=%q name=%q config=%q\n", o.Warehouse, o.Name, o.ConfigFile)
 			}
 			fmt.Fprintf(&b, "status file: %s\n", p.StatusFile)
+			for _, w := range f.Warnings {
+				fmt.Fprintf(&b, "warning: %s\n", w)
+			}
 			return b.String()
 		}
 		t.Fatalf("unknown command %s", d.Cmd)

@@ -281,7 +281,7 @@ func (tc TransformConfig) step() (*Step, error) {
 			SemanticVersion: tc.SemanticVersion})
 	case TypeDelta:
 		s.Sources = []string{tc.Path}
-		s.Delta = &DeltaSpec{Name: tc.Name, Path: tc.Path, Dst: tc.Destination, EqualityColumns: tc.EqualityColumns,
+		s.Delta = &DeltaSpec{Name: tc.Name, Path: tc.Path, Dst: tc.Destination, EqualityColumns: tc.Key,
 			Properties: tc.Properties, Storage: tc.Storage, SourceProperties: tc.SourceProperties}
 	default:
 		err = fmt.Errorf("unknown type %q", tc.Type)

@@ -136,12 +136,25 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 			return err
 		}
 	}
-	if _, err := o.ensure(ctx, rows.Schema(), o.spec.Identifier); err != nil {
+	tbl, err := o.ensure(ctx, rows.Schema(), o.spec.Identifier)
+	if err != nil {
 		return err
+	}
+	var rebuilt *refit
+	if replace {
+		// A full build whose columns no longer fit the output rebuilds it.
+		if rebuilt, err = o.newRefit(tbl, rows); err != nil {
+			return err
+		} else if rebuilt != nil {
+			prepare = rebuilt.prepare
+		}
 	}
 	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), prepare)
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	if rebuilt != nil {
+		o.b.log.Info("rebuilt output with a new schema", "output", o.spec.Table, "columns", columnNames(rebuilt.schema))
 	}
 	o.record(res, res.Result)
 	return nil

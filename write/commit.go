@@ -42,8 +42,13 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 		return nil, err
 	}
 	name := scan.FormatIdent(r.Table.Identifier())
+	if r.Prestage != nil {
+		if err := r.Prestage(tx); err != nil {
+			return nil, fmt.Errorf("stage commit on %s: %w", name, err)
+		}
+	}
 	switch {
-	case r.Empty():
+	case r.NoFiles():
 	case r.Stager != nil:
 		if err := r.Stager(ctx, tx, snapshotProps); err != nil {
 			return nil, fmt.Errorf("stage commit on %s: %w", name, err)

@@ -86,12 +86,23 @@ type Result struct {
 	// the replace or row delta Stage uses (compaction's rewrite). The
 	// files above still say what the change adds and removes.
 	Stager func(ctx context.Context, tx *table.Transaction, snapshotProps iceberg.Properties) error
+	// Prestage, when set, stages table changes that go into the same
+	// commit before the change's files (the schema and partition spec
+	// updates of a rebuild whose columns changed). A result with a
+	// Prestage is never empty.
+	Prestage func(tx *table.Transaction) error
 	// written lists the files this attempt created (not reused ones).
 	written []string
 }
 
 // Empty reports whether the change writes nothing.
 func (r *Result) Empty() bool {
+	return r.Prestage == nil && r.NoFiles()
+}
+
+// NoFiles reports whether the change adds and removes no file (it may
+// still stage table changes: a commit without a snapshot).
+func (r *Result) NoFiles() bool {
 	return len(r.AddData) == 0 && len(r.RemoveData) == 0 && len(r.AddDeletes) == 0 && len(r.RemoveDeletes) == 0
 }
 

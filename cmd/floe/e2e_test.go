@@ -50,6 +50,7 @@ var (
 //	                   log lines without their time=; with the notime
 //	                   argument, ISO-8601 UTC times print as <TIME>; with
 //	                   nolag, status's lag_s figures (jsonl, csv) as <LAG>
+//	                   stdin=FILE, standard input is that file of the work folder
 //	start NAME         starts floe with the input's ARGS in the background
 //	wait NAME          waits until its stderr contains the input (times out
 //	                   after a minute)
@@ -111,7 +112,11 @@ func TestScripts(t *testing.T) {
 						return nthSnapshot(t, work, sub[1], sub[2])
 					})
 				}
-				out := runFloe(t, work, args)
+				var stdin string
+				if d.HasArg("stdin") {
+					d.ScanArgs(t, "stdin", &stdin)
+				}
+				out := runFloeStdin(t, work, args, stdin)
 				if d.HasArg("mask-times") {
 					out = epochMs.ReplaceAllString(out, "<MS>")
 				}
@@ -138,9 +143,21 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-func runFloe(t *testing.T, work string, args []string) string {
+func runFloe(t *testing.T, work string, args []string) string { return runFloeStdin(t, work, args, "") }
+
+// runFloeStdin is runFloe with standard input read from the file stdin of
+// the work folder ("" for none).
+func runFloeStdin(t *testing.T, work string, args []string, stdin string) string {
 	cmd := exec.Command(floeBin, append([]string{"--warehouse", "wh"}, args...)...)
 	cmd.Dir = work
+	if stdin != "" {
+		f, err := os.Open(filepath.Join(work, stdin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
 	cmd.Env = append(os.Environ(), "FLOE_CONFIG=", "FLOE_WAREHOUSE=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -125,7 +125,7 @@ func TestExampleScheduleStopsOnSIGTERM(t *testing.T) {
 	var out bytes.Buffer
 	for _, args := range [][]string{
 		{"namespace", "create", "shop"},
-		{"table", "create", "shop.orders", "--schema", "id long not null, status string", "--identifier", "id"},
+		{"table", "create", "shop.orders", "--schema", "id long not null, status string", "--key", "id"},
 	} {
 		if code := cli.Run(context.Background(), append([]string{"--warehouse", wh, "--quiet"}, args...), nil, &out, &out); code != 0 {
 			t.Fatalf("floe %v: %s", args, out.String())

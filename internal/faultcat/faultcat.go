@@ -34,6 +34,8 @@ const (
 	OpCommit Op = "commit" // CommitTable
 	OpLoad   Op = "load"   // LoadTable
 	OpCreate Op = "create" // CreateTable
+	OpDrop   Op = "drop"   // DropTable
+	OpRename Op = "rename" // RenameTable
 )
 
 // When says where a fault happens.
@@ -216,6 +218,36 @@ func (c *Catalog) CreateTable(ctx context.Context, ident table.Identifier, sc *i
 		return nil, r.err()
 	}
 	tbl, err := c.Catalog.CreateTable(ctx, ident, sc, opts...)
+	if r != nil {
+		r.fail()
+		return nil, r.err()
+	}
+	return tbl, err
+}
+
+// DropTable drops, or fails as the rules say.
+func (c *Catalog) DropTable(ctx context.Context, ident table.Identifier) error {
+	r := c.inj.check(OpDrop, ident)
+	if r != nil && r.When == Before {
+		r.fail()
+		return r.err()
+	}
+	err := c.Catalog.DropTable(ctx, ident)
+	if r != nil {
+		r.fail()
+		return r.err()
+	}
+	return err
+}
+
+// RenameTable renames, or fails as the rules say.
+func (c *Catalog) RenameTable(ctx context.Context, from, to table.Identifier) (*table.Table, error) {
+	r := c.inj.check(OpRename, from)
+	if r != nil && r.When == Before {
+		r.fail()
+		return nil, r.err()
+	}
+	tbl, err := c.Catalog.RenameTable(ctx, from, to)
 	if r != nil {
 		r.fail()
 		return nil, r.err()

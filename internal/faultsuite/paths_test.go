@@ -178,7 +178,7 @@ func paths() []path {
 			return out, nil
 		}}
 	}
-	return []path{
+	return append([]path{
 		applyPath("apply copy-on-write v2", merge.DeleteAuto, cowV2),
 		applyPath("apply position deletes v2", merge.DeleteAuto, morV2),
 		applyPath("apply deletion vectors v3", merge.DeleteAuto, morV3),
@@ -271,7 +271,7 @@ func paths() []path {
 		transformPath("transform native transaction", true),
 		deltaPath("delta sync first run (create and migrate)", false),
 		deltaPath("delta sync changes", true),
-	}
+	}, lifecyclePaths()...)
 }
 
 func setV(rec arrow.RecordBatch, touched []bool, v string) (arrow.RecordBatch, error) {

@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +65,20 @@ type path struct {
 	tables []string
 	// state, when set, renders the state to compare instead of rows.
 	state func(e *env, tbl *table.Table) (string, error)
+	// op is the catalog call whose answers the commit faults hit (""
+	// = OpCommit; a drop or rename path names its own).
+	op faultcat.Op
+	// verify, when set, checks more after the faulty run and after the
+	// rerun (err: the run's error; removeFailed: removals were made to
+	// fail).
+	verify func(e *env, err error, removeFailed bool) error
+}
+
+func (p path) callOp() faultcat.Op {
+	if p.op == "" {
+		return faultcat.OpCommit
+	}
+	return p.op
 }
 
 type tally struct {
@@ -147,8 +162,12 @@ type calibration struct {
 	before, after      map[string]string // state per table
 	snapshots          map[string]int    // snapshots the change adds per table
 	writes, reads      int               // file operations
-	commits, loads     int               // catalog calls
+	commits, loads     int               // catalog calls (commits: of the path's op)
 	afterSnapshotCount map[string]int
+	op                 faultcat.Op
+	// loadsBefore is the number of loads made before the first call of
+	// op (0: not seen).
+	loadsBefore int
 }
 
 func newEnv(t *testing.T) *env {
@@ -163,15 +182,16 @@ func calibrate(t *testing.T, p path) *calibration {
 	if err := p.setup(e); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
-	c := &calibration{before: states(t, e, p), snapshots: map[string]int{}, afterSnapshotCount: map[string]int{}}
+	c := &calibration{before: states(t, e, p), snapshots: map[string]int{}, afterSnapshotCount: map[string]int{}, op: p.callOp()}
 	counts := snapshotCounts(e, p)
 	e.cat.Reset()
 	e.fs.Reset()
+	e.Cat.Wrap(catalog.Wrap{Catalog: spyFirst(e.cat, c.op, &c.loadsBefore)})
 	if _, err := p.run(e); err != nil {
 		t.Fatalf("clean run: %v", err)
 	}
 	c.writes, c.reads = e.fs.Count(faultfs.WriteOps...), e.fs.Count(faultfs.ReadOps...)
-	c.commits, c.loads = e.cat.Count(faultcat.OpCommit), e.cat.Count(faultcat.OpLoad)
+	c.commits, c.loads = e.cat.Count(c.op), e.cat.Count(faultcat.OpLoad)
 	c.after = states(t, e, p)
 	for name, n := range snapshotCounts(e, p) {
 		c.snapshots[name] = n - counts[name]
@@ -200,11 +220,12 @@ func pickFault(rng *rand.Rand, c *calibration) fault {
 	anyOf := func(errs []error) error { return errs[rng.IntN(len(errs))] }
 	nth := func(n int) int { return 1 + rng.IntN(max(n, 1)) }
 	commits := max(c.commits, 1)
+	op := c.op
 	switch k := rng.IntN(10); k {
 	case 0, 1:
-		return fault{kind: "answer-lost", cat: []*faultcat.Rule{{Op: faultcat.OpCommit, When: faultcat.After, Nth: nth(commits), Err: anyOf(lostAnswers)}}}
+		return fault{kind: "answer-lost", cat: []*faultcat.Rule{{Op: op, When: faultcat.After, Nth: nth(commits), Err: anyOf(lostAnswers)}}}
 	case 2:
-		return fault{kind: "commit-error-before-catalog", cat: []*faultcat.Rule{{Op: faultcat.OpCommit, When: faultcat.Before, Nth: nth(commits),
+		return fault{kind: "commit-error-before-catalog", cat: []*faultcat.Rule{{Op: op, When: faultcat.Before, Nth: nth(commits),
 			Err: anyOf(append(lostAnswers, faultcat.ErrConflict))}}}
 	case 3:
 		// The answer is lost (the commit reached the catalog or not) and
@@ -214,7 +235,7 @@ func pickFault(rng *rand.Rand, c *calibration) fault {
 			when, kind = faultcat.Before, "commit-error-then-unreachable"
 		}
 		return fault{kind: kind, cat: []*faultcat.Rule{
-			{Op: faultcat.OpCommit, When: when, Nth: 1, Err: anyOf(lostAnswers)},
+			{Op: op, When: when, Nth: 1, Err: anyOf(lostAnswers)},
 			{Op: faultcat.OpLoad, Nth: c.loadsBeforeFirstCommit() + 1, Count: -1},
 		}}
 	case 4:
@@ -225,10 +246,10 @@ func pickFault(rng *rand.Rand, c *calibration) fault {
 		return fault{kind: "storage-read", fs: []*faultfs.Rule{{Ops: faultfs.ReadOps, Nth: nth(c.reads)}}}
 	case 8:
 		// Removal fails while the answer of the commit is lost.
-		return fault{kind: "answer-lost-and-remove-fails", cat: []*faultcat.Rule{{Op: faultcat.OpCommit, When: faultcat.After, Nth: nth(commits), Err: anyOf(lostAnswers)}},
+		return fault{kind: "answer-lost-and-remove-fails", cat: []*faultcat.Rule{{Op: op, When: faultcat.After, Nth: nth(commits), Err: anyOf(lostAnswers)}},
 			fs: []*faultfs.Rule{{Ops: []faultfs.Op{faultfs.OpRemove}, Count: -1}}}
 	default:
-		return fault{kind: "slow-storage-and-conflict", cat: []*faultcat.Rule{{Op: faultcat.OpCommit, When: faultcat.Before, Nth: nth(commits), Err: faultcat.ErrConflict}},
+		return fault{kind: "slow-storage-and-conflict", cat: []*faultcat.Rule{{Op: op, When: faultcat.Before, Nth: nth(commits), Err: faultcat.ErrConflict}},
 			fs: []*faultfs.Rule{{Ops: faultfs.WriteOps, Nth: nth(c.writes), Count: 3, Delay: 2 * time.Millisecond, DelayOnly: true}}}
 	}
 }
@@ -237,6 +258,9 @@ func pickFault(rng *rand.Rand, c *calibration) fault {
 // first commit: all of them for a run with one commit (a successful commit
 // needs no reload), else all but one per later commit.
 func (c *calibration) loadsBeforeFirstCommit() int {
+	if c.loadsBefore > 0 {
+		return c.loadsBefore
+	}
 	return max(1, c.loads-max(c.commits-1, 0))
 }
 
@@ -248,6 +272,7 @@ func trial(t *testing.T, p path, cal *calibration, f fault) (string, int) {
 	if err := p.setup(e); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
+	pre := filesUnder(t, e, p)
 	e.cat.Reset()
 	e.fs.Reset()
 	for _, r := range f.cat {
@@ -263,6 +288,24 @@ func trial(t *testing.T, p path, cal *calibration, f fault) (string, int) {
 	desc := fmt.Sprintf("%s %v (injected: %v)", f.kind, err, hits)
 	got := states(t, e, p)
 	checkFiles(t, e, p, desc)
+	removeFailed := false
+	for _, r := range f.fs {
+		removeFailed = removeFailed || slices.Contains(r.Ops, faultfs.OpRemove)
+	}
+	if err != nil {
+		// A change that failed, or whose outcome is unknown, deletes no
+		// file that was there before it.
+		for f := range pre {
+			if _, serr := os.Stat(f); serr != nil {
+				t.Fatalf("%s: the run failed but deleted %s, which was there before it: %v", desc, f, serr)
+			}
+		}
+	}
+	if p.verify != nil {
+		if verr := p.verify(e, err, removeFailed); verr != nil {
+			t.Fatalf("%s: %v", desc, verr)
+		}
+	}
 	equal := func(a, b map[string]string) bool {
 		for k, v := range b {
 			if a[k] != v {
@@ -302,6 +345,11 @@ func trial(t *testing.T, p path, cal *calibration, f fault) (string, int) {
 	}
 	if got := states(t, e, p); !equal(got, cal.after) {
 		t.Fatalf("%s: after the rerun the state is %v, want %v", desc, got, cal.after)
+	}
+	if p.verify != nil && err == nil {
+		if verr := p.verify(e, nil, removeFailed); verr != nil {
+			t.Fatalf("%s (after the rerun): %v", desc, verr)
+		}
 	}
 	for name, n := range snapshotCounts(e, p) {
 		if n != cal.afterSnapshotCount[name] {
