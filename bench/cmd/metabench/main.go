@@ -1,0 +1,432 @@
+// Command metabench measures what floe's fixed costs and the size of a
+// table's metadata cost a small change: `floe version`, and `floe apply`
+// of 10 changes touching one data file of generated tables with 100 to
+// 100,000 files, 5 to 500 manifests and 10 to 5,000 snapshots (see
+// bench.MetaLayout), each run as its own floe process, end to end, like a
+// user's. Rounds are interleaved (every table once per round, the order
+// rotated), every table is reset to its generated state before each run,
+// and every run's result is checked row by row against rows computed from
+// the generator, outside the timed section.
+//
+//	metabench -phase build -warehouse DIR
+//	metabench -phase run -warehouse DIR -floe ./floe -rounds 5
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+
+	"github.com/floedata/floe/bench"
+	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/scan"
+
+	_ "modernc.org/sqlite"
+)
+
+// layouts are the generated tables, by label. The label's first part
+// names the series the table belongs to.
+var layouts = []struct {
+	label string
+	l     bench.MetaLayout
+}{
+	{"base: 100 files, 10 manifests, 10 snapshots", bench.MetaLayout{Partitions: 100, FilesPerPartition: 1, RowsPerFile: 10, Snapshots: 10, Manifests: 10}},
+	{"goal: 100,000 files, 500 manifests, 5,000 snapshots", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 100, RowsPerFile: 10, Snapshots: 5000, Manifests: 500}},
+	{"files: 100 (100 snapshots, 50 manifests)", bench.MetaLayout{Partitions: 100, FilesPerPartition: 1, RowsPerFile: 10, Snapshots: 100, Manifests: 50}},
+	{"files: 10,000 (100 snapshots, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 100, Manifests: 50}},
+	{"files: 100,000 (100 snapshots, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 100, RowsPerFile: 10, Snapshots: 100, Manifests: 50}},
+	{"manifests: 5 (10,000 files, 500 snapshots)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 500, Manifests: 5}},
+	{"manifests: 50 (10,000 files, 500 snapshots)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 500, Manifests: 50}},
+	{"manifests: 500 (10,000 files, 500 snapshots)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 500, Manifests: 500}},
+	{"snapshots: 50 (10,000 files, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 50, Manifests: 50}},
+	{"snapshots: 500 (10,000 files, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 500, Manifests: 50}},
+	{"snapshots: 5,000 (10,000 files, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 5000, Manifests: 50}},
+}
+
+// props make the generated tables merge-on-read, the mode whose commits
+// add only delete files: the cost measured is finding and committing the
+// change, not rewriting files.
+var props = iceberg.Properties{
+	"write.delete.mode": "merge-on-read",
+	"write.update.mode": "merge-on-read",
+	"write.merge.mode":  "merge-on-read",
+}
+
+func main() {
+	warehouse := flag.String("warehouse", "", "warehouse folder of the embedded catalog (required)")
+	phase := flag.String("phase", "", "build or run")
+	floeBin := flag.String("floe", "", "floe binary (run)")
+	rounds := flag.Int("rounds", 3, "interleaved rounds (run)")
+	only := flag.String("only", "", "run only the tables whose label contains one of these comma-separated strings")
+	flag.Parse()
+	if *warehouse == "" || (*phase != "build" && *phase != "run") || (*phase == "run" && *floeBin == "") {
+		fmt.Fprintln(os.Stderr, "usage: metabench -warehouse DIR -phase build|run [-floe BIN -rounds N -only STR,...]")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	var err error
+	switch *phase {
+	case "build":
+		err = build(ctx, *warehouse)
+	case "run":
+		err = run(ctx, *warehouse, *floeBin, *rounds, *only)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "metabench %s: %v\n", *phase, err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "# "+format+"\n", args...) }
+
+func build(ctx context.Context, warehouse string) error {
+	env, err := bench.Open(ctx, warehouse)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	done := map[string]bool{}
+	for _, x := range layouts {
+		name := x.l.Name()
+		if done[name] {
+			continue
+		}
+		done[name] = true
+		if _, err := env.Load(name); err == nil {
+			logf("%s exists", name)
+			continue
+		}
+		t0 := time.Now()
+		if _, err := env.GenerateMeta(name, x.l, props, logf); err != nil {
+			return err
+		}
+		logf("built %s in %.1f s", name, time.Since(t0).Seconds())
+	}
+	return nil
+}
+
+// sample is one timed process.
+type sample struct {
+	wall, cpu time.Duration
+	rssKB     int64
+}
+
+func run(ctx context.Context, warehouse, floeBin string, rounds int, only string) error {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(warehouse, catalog.DBFile)+"?_pragma=busy_timeout(30000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	type job struct {
+		label string
+		l     bench.MetaLayout
+		// metadata location as generated, restored before every run
+		meta    string
+		changes string
+		want    []row
+	}
+	var jobs []*job
+	for _, x := range layouts {
+		if only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(s string) bool { return strings.Contains(x.label, s) }) {
+			continue
+		}
+		j := &job{label: x.label, l: x.l}
+		if err := db.QueryRowContext(ctx, `SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND table_name = ?`,
+			bench.Namespace, x.l.Name()).Scan(&j.meta); err != nil {
+			return fmt.Errorf("table %s (build it first): %w", x.l.Name(), err)
+		}
+		j.changes = filepath.Join(warehouse, x.l.Name()+".changes.jsonl")
+		want, err := writeChanges(j.changes, x.l)
+		if err != nil {
+			return err
+		}
+		j.want = want
+		jobs = append(jobs, j)
+	}
+	reset := func(j *job) error {
+		_, err := db.ExecContext(ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = NULL WHERE table_namespace = ? AND table_name = ?`,
+			j.meta, bench.Namespace, j.l.Name())
+		return err
+	}
+	samples := map[string][]sample{}
+	versions := []sample{}
+	for r := range rounds {
+		order := slices.Clone(jobs)
+		k := r % len(order)
+		order = append(order[k:], order[:k]...)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		s, err := timed(floeBin, "version")
+		if err != nil {
+			return err
+		}
+		versions = append(versions, s)
+		for _, j := range order {
+			if err := reset(j); err != nil {
+				return err
+			}
+			s, err := timed(floeBin, "--warehouse", warehouse, "--format", "json", "apply", bench.Namespace+"."+j.l.Name(),
+				"--changes", j.changes, "--key", "part,id")
+			if err != nil {
+				return fmt.Errorf("%s: %w", j.label, err)
+			}
+			if err := check(ctx, warehouse, j.l, j.want); err != nil {
+				return fmt.Errorf("%s: round %d: %w", j.label, r, err)
+			}
+			samples[j.label] = append(samples[j.label], s)
+			logf("round %d %-55s wall %6.1f ms  cpu %6.1f ms  rss %4d MiB", r, j.label, ms(s.wall), ms(s.cpu), s.rssKB>>10)
+		}
+		for _, j := range jobs {
+			if err := reset(j); err != nil {
+				return err
+			}
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("load average at the end: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("| command | rounds | wall median (min-max) | CPU median | peak RSS | wall / base (median of per-round ratios) | CPU / base |\n|---|---|---|---|---|---|---|\n")
+	v := summarize(versions)
+	fmt.Printf("| floe version | %d | %.1f ms (%.1f-%.1f) | %.1f ms | %d MiB | | |\n", len(versions), ms(v.wall), ms(v.minWall), ms(v.maxWall), ms(v.cpu), v.rssKB>>10)
+	base := samples[layouts[0].label]
+	for _, j := range jobs {
+		s := samples[j.label]
+		m := summarize(s)
+		var rw, rc []float64
+		if len(base) == len(s) {
+			for i := range s {
+				rw = append(rw, float64(s[i].wall)/float64(base[i].wall))
+				rc = append(rc, float64(s[i].cpu)/float64(base[i].cpu))
+			}
+		}
+		fmt.Printf("| apply, %s | %d | %.1f ms (%.1f-%.1f) | %.1f ms | %d MiB | %.2f | %.2f |\n", j.label, len(s), ms(m.wall), ms(m.minWall), ms(m.maxWall), ms(m.cpu), m.rssKB>>10, median(rw), median(rc))
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+type summary struct {
+	wall, minWall, maxWall, cpu time.Duration
+	rssKB                       int64
+}
+
+func summarize(s []sample) summary {
+	var w, c []float64
+	var rss []int64
+	for _, x := range s {
+		w = append(w, float64(x.wall))
+		c = append(c, float64(x.cpu))
+		rss = append(rss, x.rssKB)
+	}
+	slices.Sort(rss)
+	out := summary{wall: time.Duration(median(w)), cpu: time.Duration(median(c)), minWall: time.Duration(slices.Min(w)), maxWall: time.Duration(slices.Max(w))}
+	out.rssKB = rss[len(rss)/2]
+	return out
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// timed runs floe and returns its wall time, its CPU time (user+system,
+// from the kernel's accounting of the child) and its peak RSS.
+func timed(bin string, args ...string) (sample, error) {
+	cmd := exec.Command(bin, args...)
+	var stderr, stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	if err != nil {
+		return sample{}, fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, stderr.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if len(args) > 0 && args[0] != "version" {
+		var out struct {
+			Upserts, Deletes int64
+			Committed        bool
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || !out.Committed || out.Upserts != 7 || out.Deletes != 3 {
+			return sample{}, fmt.Errorf("floe apply printed %q (%v): want 7 upserts and 3 deletes, committed", stdout.String(), err)
+		}
+	}
+	return sample{wall: wall, cpu: cpu, rssKB: ru.Maxrss}, nil
+}
+
+// row is a row of a generated table.
+type row struct {
+	id   int64
+	name string
+	x    float64
+}
+
+// target is the partition and file the changes touch.
+func target(l bench.MetaLayout) (part, g int) {
+	part = l.Partitions / 2
+	return part, part*l.FilesPerPartition + l.FilesPerPartition/2
+}
+
+// writeChanges writes 10 changes to one data file of the layout's table
+// (4 updates, 3 deletes) and 3 inserts of new keys into the same
+// partition, and returns the rows the partition must hold afterwards,
+// computed from the generator.
+func writeChanges(path string, l bench.MetaLayout) ([]row, error) {
+	if l.RowsPerFile < 7 {
+		return nil, fmt.Errorf("layout %s: want at least 7 rows per file", l.Name())
+	}
+	part, g := target(l)
+	first := int64(g) * int64(l.RowsPerFile)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	upd := map[int64]row{}
+	del := map[int64]bool{}
+	for i := range int64(4) {
+		id := first + i
+		upd[id] = row{id: id, name: fmt.Sprintf("updated-%d", id), x: -float64(id)}
+	}
+	for i := range int64(3) {
+		del[first+4+i] = true
+	}
+	for i := range int64(3) {
+		id := l.Rows() + i
+		upd[id] = row{id: id, name: fmt.Sprintf("inserted-%d", id), x: float64(i)}
+	}
+	ids := make([]int64, 0, len(upd)+len(del))
+	for id := range upd {
+		ids = append(ids, id)
+	}
+	for id := range del {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if del[id] {
+			enc.Encode(map[string]any{"_change_type": "DELETE", "part": part, "id": id})
+			continue
+		}
+		r := upd[id]
+		ct := "UPDATE_AFTER"
+		if id >= l.Rows() {
+			ct = "INSERT"
+		}
+		enc.Encode(map[string]any{"_change_type": ct, "part": part, "id": id, "name": r.name, "x": r.x})
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	// The expectation: the generated rows of the partition, changed.
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "part", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}, nil)
+	var want []row
+	for f := range l.FilesPerPartition {
+		rec, err := l.MetaRows(schema, part*l.FilesPerPartition+f)
+		if err != nil {
+			return nil, err
+		}
+		want = append(want, rowsOf(rec)...)
+		rec.Release()
+	}
+	out := want[:0]
+	for _, r := range want {
+		if del[r.id] {
+			continue
+		}
+		if u, ok := upd[r.id]; ok {
+			r = u
+			delete(upd, r.id)
+		}
+		out = append(out, r)
+	}
+	for _, u := range upd {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b row) int { return cmp.Compare(a.id, b.id) })
+	return out, nil
+}
+
+func rowsOf(rec arrow.RecordBatch) []row {
+	idx := func(name string) int { return rec.Schema().FieldIndices(name)[0] }
+	ids := rec.Column(idx("id")).(*array.Int64)
+	names := rec.Column(idx("name")).(*array.String)
+	xs := rec.Column(idx("x")).(*array.Float64)
+	out := make([]row, rec.NumRows())
+	for i := range out {
+		out[i] = row{id: ids.Value(i), name: names.Value(i), x: xs.Value(i)}
+	}
+	return out
+}
+
+// check reads the changed partition through floe and compares it with
+// want, and the table's row count with the generated one.
+func check(ctx context.Context, warehouse string, l bench.MetaLayout, want []row) error {
+	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: warehouse})
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	tbl, err := cat.Load(ctx, bench.Ident(l.Name()))
+	if err != nil {
+		return err
+	}
+	part, _ := target(l)
+	_, seq, err := scan.Rows(ctx, tbl, scan.Options{Filter: iceberg.EqualTo(iceberg.Reference("part"), int64(part))})
+	if err != nil {
+		return err
+	}
+	var got []row
+	for rec, err := range seq {
+		if err != nil {
+			return err
+		}
+		parts := rec.Column(rec.Schema().FieldIndices("part")[0]).(*array.Int64)
+		for i, r := range rowsOf(rec) {
+			if parts.Value(i) == int64(part) {
+				got = append(got, r)
+			}
+		}
+		rec.Release()
+	}
+	slices.SortFunc(got, func(a, b row) int { return cmp.Compare(a.id, b.id) })
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("partition %d holds %d rows, want %d (or different values)", part, len(got), len(want))
+	}
+	snap := tbl.CurrentSnapshot()
+	// Merge-on-read: the 4 updated rows and the 3 inserted ones are new
+	// rows; the 3 deleted rows and the old images of the updated ones are
+	// position deletes.
+	if snap == nil || snap.Summary == nil || snap.Summary.Properties["total-records"] != fmt.Sprint(l.Rows()+7) ||
+		snap.Summary.Properties["total-position-deletes"] != "7" {
+		return fmt.Errorf("snapshot summary %v: want total-records %d and total-position-deletes 7", snap.Summary, l.Rows()+7)
+	}
+	return nil
+}
