@@ -12,7 +12,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-
 )
 
 // MetaColumns is the schema of the metadata-scale tables: an identity
