@@ -68,6 +68,7 @@ type Catalog struct {
 	// configFile is the configuration file of a named catalog, or the one
 	// Options named for the embedded catalog (storage profiles live there).
 	configFile string
+	tables     tableCache
 }
 
 // Open opens the catalog o describes. For the embedded catalog the
@@ -121,8 +122,18 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 	return c.Load(ctx, ident)
 }
 
-// Load loads the table with the given identifier. See LoadTable.
+// Load loads the table with the given identifier. See LoadTable. Every
+// call sees the catalog's current metadata location; when it is the one
+// of the last load through c, the table is not parsed again (see
+// tableCache).
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	name := FormatName(ident)
+	loc, known := c.currentLocation(ctx, ident)
+	if known {
+		if tbl, ok := c.tables.get(name, loc); ok {
+			return tbl, nil
+		}
+	}
 	tbl, err := c.ice.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, c.explainMissing(ctx, ident, err)
@@ -131,6 +142,9 @@ func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Tabl
 		return nil, err
 	} else if ok {
 		tbl = withPathRoot(tbl, root, c)
+	}
+	if known {
+		c.tables.put(name, tbl)
 	}
 	return tbl, nil
 }

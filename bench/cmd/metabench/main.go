@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/floedata/floe/bench"
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/cli"
 	"github.com/floedata/floe/scan"
 
 	_ "modernc.org/sqlite"
@@ -47,6 +49,7 @@ var layouts = []struct {
 	l     bench.MetaLayout
 }{
 	{"base: 100 files, 10 manifests, 10 snapshots", bench.MetaLayout{Partitions: 100, FilesPerPartition: 1, RowsPerFile: 10, Snapshots: 10, Manifests: 10}},
+	{"10M rows: 100 files of 100,000 rows, 10 manifests, 10 snapshots", bench.MetaLayout{Partitions: 10, FilesPerPartition: 10, RowsPerFile: 100_000, Snapshots: 10, Manifests: 10}},
 	{"goal: 100,000 files, 500 manifests, 5,000 snapshots", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 100, RowsPerFile: 10, Snapshots: 5000, Manifests: 500}},
 	{"files: 100 (100 snapshots, 50 manifests)", bench.MetaLayout{Partitions: 100, FilesPerPartition: 1, RowsPerFile: 10, Snapshots: 100, Manifests: 50}},
 	{"files: 10,000 (100 snapshots, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 100, Manifests: 50}},
@@ -74,9 +77,10 @@ func main() {
 	floeBin := flag.String("floe", "", "floe binary (run)")
 	rounds := flag.Int("rounds", 3, "interleaved rounds (run)")
 	only := flag.String("only", "", "run only the tables whose label contains one of these comma-separated strings")
+	cpuProfile := flag.String("cpuprofile", "", "profile: write the CPU profile of the in-process runs here")
 	flag.Parse()
-	if *warehouse == "" || (*phase != "build" && *phase != "run") || (*phase == "run" && *floeBin == "") {
-		fmt.Fprintln(os.Stderr, "usage: metabench -warehouse DIR -phase build|run [-floe BIN -rounds N -only STR,...]")
+	if *warehouse == "" || (*phase != "build" && *phase != "run" && *phase != "profile") || (*phase == "run" && *floeBin == "") {
+		fmt.Fprintln(os.Stderr, "usage: metabench -warehouse DIR -phase build|run|profile [-floe BIN -rounds N -only STR,... -cpuprofile FILE]")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -85,7 +89,9 @@ func main() {
 	case "build":
 		err = build(ctx, *warehouse)
 	case "run":
-		err = run(ctx, *warehouse, *floeBin, *rounds, *only)
+		err = run(ctx, *warehouse, *floeBin, *rounds, *only, "")
+	case "profile":
+		err = run(ctx, *warehouse, "", *rounds, *only, *cpuProfile)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "metabench %s: %v\n", *phase, err)
@@ -127,7 +133,11 @@ type sample struct {
 	rssKB     int64
 }
 
-func run(ctx context.Context, warehouse, floeBin string, rounds int, only string) error {
+// run times the commands as floe processes, or, when floeBin is "", runs
+// them in this process (cli.Run) with a CPU profile of those runs written
+// to cpuProfile: where the time of one command goes, without the process
+// start.
+func run(ctx context.Context, warehouse, floeBin string, rounds int, only, cpuProfile string) error {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(warehouse, catalog.DBFile)+"?_pragma=busy_timeout(30000)")
 	if err != nil {
 		return err
@@ -163,6 +173,19 @@ func run(ctx context.Context, warehouse, floeBin string, rounds int, only string
 		_, err := db.ExecContext(ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = NULL WHERE table_namespace = ? AND table_name = ?`,
 			j.meta, bench.Namespace, j.l.Name())
 		return err
+	}
+	timed := timedProcess
+	if floeBin == "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+		timed = timedInProcess
 	}
 	samples := map[string][]sample{}
 	versions := []sample{}
@@ -253,10 +276,37 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// timed runs floe and returns its wall time, its CPU time (user+system,
-// from the kernel's accounting of the child) and its peak RSS.
-func timed(bin string, args ...string) (sample, error) {
-	cmd := exec.Command(bin, args...)
+// timedInProcess runs floe's command line in this process; the CPU time
+// is this process's over the run.
+func timedInProcess(_ string, args ...string) (sample, error) {
+	var stderr, stdout bytes.Buffer
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	code := cli.Run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+	s := sample{wall: time.Since(t0), cpu: cpuTime() - cpu0}
+	if code != 0 {
+		return sample{}, fmt.Errorf("floe %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
+	}
+	return s, checkOutput(args, stdout.Bytes())
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// timedProcess runs floe under GNU time (/usr/bin/time) and returns its
+// wall time, its CPU time and its peak RSS. NB: the peak RSS the kernel
+// reports for a child of this process includes this process's memory at
+// the fork (Go forks with CLONE_VM), so it comes from time, which waits
+// for floe itself. The CPU time is user+system of time and floe together
+// (time's is well under a millisecond), from the kernel's accounting in
+// microseconds; time prints only hundredths.
+func timedProcess(bin string, args ...string) (sample, error) {
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "@@metabench %e %U %S %M", bin}, args...)...)
 	var stderr, stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()
@@ -265,18 +315,33 @@ func timed(bin string, args ...string) (sample, error) {
 	if err != nil {
 		return sample{}, fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, stderr.String())
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	if len(args) > 0 && args[0] != "version" {
-		var out struct {
-			Upserts, Deletes int64
-			Committed        bool
-		}
-		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || !out.Committed || out.Upserts != 7 || out.Deletes != 3 {
-			return sample{}, fmt.Errorf("floe apply printed %q (%v): want 7 upserts and 3 deletes, committed", stdout.String(), err)
-		}
+	_, line, ok := strings.Cut(stderr.String(), "@@metabench ")
+	var e, u, sy float64
+	var rss int64
+	if !ok {
+		return sample{}, fmt.Errorf("/usr/bin/time printed no figures: %s", stderr.String())
 	}
-	return sample{wall: wall, cpu: cpu, rssKB: ru.Maxrss}, nil
+	if _, err := fmt.Sscanf(line, "%f %f %f %d", &e, &u, &sy, &rss); err != nil {
+		return sample{}, fmt.Errorf("/usr/bin/time printed %q: %w", line, err)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	s := sample{wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rssKB: rss}
+	return s, checkOutput(args, stdout.Bytes())
+}
+
+// checkOutput checks what floe apply printed.
+func checkOutput(args []string, stdout []byte) error {
+	if len(args) == 0 || args[0] == "version" {
+		return nil
+	}
+	var out struct {
+		Upserts, Deletes int64
+		Committed        bool
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil || !out.Committed || out.Upserts != 7 || out.Deletes != 3 {
+		return fmt.Errorf("floe apply printed %q (%v): want 7 upserts and 3 deletes, committed", stdout, err)
+	}
+	return nil
 }
 
 // row is a row of a generated table.
