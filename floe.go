@@ -38,11 +38,12 @@ import (
 //
 //	build [NAME...] [--full]                 build once, in dependency order
 //	run [--once | --every D] [NAME...]       build once, or on a schedule until SIGTERM
-//	status [NAME...]                         last build, watermarks, lag, last error
+//	status [NAME...] [--check | --history]   lag in time, freshness, watermarks, last build and error
+//	serve [--http ADDR]                      the status page, without builds
 //
 // with floe's global flags (--warehouse, --catalog, --config, --format,
 // --quiet). A transform whose input is another's output runs after it.
-// Runs are recorded in .<program>.floe-status.json in the working
+// Runs are recorded in .<program>.floe-history.jsonl in the working
 // directory for status. Call it once, from main.
 func Main(transforms ...*Transform) int {
 	return cli.TransformsMain(transforms)

@@ -20,8 +20,9 @@ import (
 // and SQLite catalogs: one indexed query, as iceberg-go's own load makes)
 // use it; others load as before.
 type tableCache struct {
-	mu     sync.Mutex
-	tables map[string]*table.Table // by FormatName(ident)
+	mu       sync.Mutex
+	tables   map[string]*table.Table // by FormatName(ident)
+	disabled bool                    // set before the catalog is used (Wrap)
 }
 
 func (tc *tableCache) get(name, location string) (*table.Table, bool) {
@@ -49,13 +50,19 @@ func (tc *tableCache) forget(name string) {
 	delete(tc.tables, name)
 }
 
+func (tc *tableCache) forgetAll() {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.tables = nil
+}
+
 // currentLocation reads the metadata location the SQL catalog holds for
 // ident, the way iceberg-go's SQL catalog reads it on a load. ok is false
 // when floe cannot read it itself (not a SQL catalog, a nested namespace,
 // a legacy schema, no such table...): then the caller loads through
 // iceberg-go, which also gives the proper error.
 func (c *Catalog) currentLocation(ctx context.Context, ident table.Identifier) (string, bool) {
-	if c.db == nil || len(ident) != 2 {
+	if c.db == nil || len(ident) != 2 || c.tables.disabled {
 		return "", false
 	}
 	var loc *string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -68,6 +69,7 @@ type Catalog struct {
 	// configFile is the configuration file of a named catalog, or the one
 	// Options named for the embedded catalog (storage profiles live there).
 	configFile string
+	wrapIO     func(iceio.IO) iceio.IO // see Wrap
 	tables     tableCache
 }
 
@@ -122,10 +124,11 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 	return c.Load(ctx, ident)
 }
 
-// Load loads the table with the given identifier. See LoadTable. Every
-// call sees the catalog's current metadata location; when it is the one
-// of the last load through c, the table is not parsed again (see
-// tableCache).
+// Load loads the table with the given identifier. See LoadTable. The
+// table commits through CommitTable, and its file IO is wrapped as Wrap
+// says. Every call sees the catalog's current metadata location; when it
+// is the one of the last load through c, the table is not parsed again
+// (see tableCache).
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
 	name := FormatName(ident)
 	loc, known := c.currentLocation(ctx, ident)
@@ -138,11 +141,13 @@ func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Tabl
 	if err != nil {
 		return nil, c.explainMissing(ctx, ident, err)
 	}
+	fsF := tbl.FS
 	if root, ok, err := c.pathRoot(ctx, ident); err != nil {
 		return nil, err
 	} else if ok {
-		tbl = withPathRoot(tbl, root, c)
+		fsF = pathRootFSF(root, tbl.MetadataLocation())
 	}
+	tbl = c.rebind(tbl, fsF)
 	if known {
 		c.tables.put(name, tbl)
 	}

@@ -21,3 +21,6 @@ var (
 	// ErrUnsupported is returned for an operation the chosen catalog cannot do.
 	ErrUnsupported = errors.New("not supported by this catalog")
 )
+
+// ErrTableExists is returned (wrapped) when creating a table that exists.
+var ErrTableExists = icecat.ErrTableAlreadyExists

@@ -68,19 +68,3 @@ func OpenTableAt(ctx context.Context, ident table.Identifier, metadataFile, root
 	}
 	return table.NewFromLocation(ctx, ident, metadataFile, pathRootFSF(root, metadataFile), nil)
 }
-
-// rootedCatalog is the CatalogIO of a table with a path root: reloading the
-// table after a commit keeps resolving relative paths.
-type rootedCatalog struct{ c *Catalog }
-
-func (r rootedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
-	return r.c.Load(ctx, ident)
-}
-
-func (r rootedCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	return r.c.ice.CommitTable(ctx, ident, reqs, ups)
-}
-
-func withPathRoot(tbl *table.Table, root string, c *Catalog) *table.Table {
-	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), pathRootFSF(root, tbl.MetadataLocation()), rootedCatalog{c})
-}

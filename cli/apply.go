@@ -89,6 +89,7 @@ sets table properties (watermarks) in the same commit.`,
 			if err != nil {
 				return err
 			}
+			a.answerLost(res.AnswerLost, ident, res.CommitID)
 			return a.reportApply(catalog.FormatName(ident), res)
 		},
 	}

@@ -193,6 +193,7 @@ func deltaSyncCommand(a *app) *cobra.Command {
 		maxVersions            int64
 		evolve                 bool
 		every                  time.Duration
+		logFormat, metricsAddr string
 	)
 	c := &cobra.Command{
 		Use:   "sync PATH NS.T --equality-columns COL[,COL...]",
@@ -214,8 +215,9 @@ The Delta schema must match the Iceberg table; differences are listed and nothin
 is committed. --evolve-schema adds new nullable columns; anything else needs you.
 
 --every runs forever, one sync per interval (with 10% jitter), logging each run on
-stderr. SIGINT or SIGTERM lets the current run finish and exits; a second signal
-aborts the run before its commit.`,
+stderr (--log-format text|json), with the metrics of floe run at --metrics-addr
+(transform="NS.T"). SIGINT or SIGTERM lets the current run finish and exits; a
+second signal aborts the run before its commit.`,
 		Example: `  floe delta sync ./events shop.events --equality-columns id
   floe delta sync ./events shop.events --equality-columns id --start-version 12 --mode merge-on-read --partition-by "day(ts)"
   floe delta sync ./events shop.events --evolve-schema --max-versions 100
@@ -266,7 +268,16 @@ aborts the run before its commit.`,
 			if every == 0 {
 				return a.syncOnce(ctx, run)
 			}
-			return a.syncEvery(ctx, every, run)
+			log, err := a.pipelineLogger(logFormat)
+			if err != nil {
+				return err
+			}
+			obs, stop, err := serveDeltaMetrics(ctx, cat, src.Location(), catalog.FormatName(ident), metricsAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			return a.syncEvery(ctx, every, obs.wrap(run), log)
 		},
 	}
 	r.flags(c, "first run: migrate the snapshot at this version (default: the end bound, else the latest)")
@@ -280,6 +291,8 @@ aborts the run before its commit.`,
 	f.BoolVar(&evolve, "evolve-schema", false, "add new nullable Delta columns to the Iceberg table")
 	f.Int64Var(&maxVersions, "max-versions", 0, "Delta versions per Iceberg commit (default 0: all in one)")
 	f.DurationVar(&every, "every", 0, "run forever, one sync per interval (e.g. 15m)")
+	f.StringVar(&logFormat, "log-format", "text", "with --every: log format on stderr, text or json")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "with --every: serve Prometheus metrics, /healthz and /readyz on this address (a port alone, :9090, binds 127.0.0.1)")
 	return c
 }
 
@@ -343,8 +356,7 @@ func (a *app) syncOnce(ctx context.Context, run syncRun) error {
 }
 
 // syncEvery runs a sync per interval until a signal, logging each run.
-func (a *app) syncEvery(ctx context.Context, every time.Duration, run syncRun) error {
-	log := a.syncLogger()
+func (a *app) syncEvery(ctx context.Context, every time.Duration, run syncRun, log *slog.Logger) error {
 	runCtx, stop, release := syncSignals(ctx, log)
 	defer release()
 	log.Info("delta sync: starting", "every", every.String())

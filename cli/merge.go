@@ -95,6 +95,7 @@ properties also when no row changes). On any error nothing is committed.`,
 				}
 				return err
 			}
+			a.answerLost(res.AnswerLost, ident, res.CommitID)
 			return a.reportMerge(tableops.Target{Catalog: cat, Ident: ident, Branch: branch}, res)
 		},
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/floedata/floe/pipeline"
@@ -29,7 +26,8 @@ import (
 func init() {
 	extraCommands = append(extraCommands,
 		func(a *app) *cobra.Command { return runCommand(a, fileSource{}) },
-		func(a *app) *cobra.Command { return statusCommand(a, fileSource{}) })
+		func(a *app) *cobra.Command { return statusCommand(a, fileSource{}) },
+		func(a *app) *cobra.Command { return serveCommand(a, fileSource{}) })
 }
 
 // pipelineSource is where the transforms of run, build and status come
@@ -80,26 +78,26 @@ func (s programSource) load(_ *app, args []string) (*pipeline.Pipeline, []string
 	if err != nil {
 		return nil, nil, err
 	}
-	p.StatusFile = "." + s.prog + ".floe-status.json"
+	p.StatusFile = "." + s.prog + ".floe-history.jsonl"
 	return p, args, nil
 }
 
 // pipelineFlags are the options of run and build.
 type pipelineFlags struct {
-	once        bool
-	every       time.Duration
-	full        bool
-	logFormat   string
-	metricsAddr string
-	statusFile  string
+	once       bool
+	every      time.Duration
+	full       bool
+	logFormat  string
+	statusFile string
+	serve      serveFlags
 }
 
 func (f *pipelineFlags) addRun(c *cobra.Command, scheduled bool) {
 	fl := c.Flags()
 	if scheduled {
 		fl.BoolVar(&f.once, "once", false, "run every transform once, in dependency order, and exit")
-		fl.DurationVar(&f.every, "every", 0, "run each transform on this schedule (transforms' own every: wins), until SIGTERM or SIGINT")
-		fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9090) at /metrics")
+		fl.DurationVar(&f.every, "every", 0, "run each transform on this schedule (transforms' own every: or target_lag: wins), until SIGTERM or SIGINT")
+		f.serve.add(c, false)
 	}
 	fl.BoolVar(&f.full, "full", false, "rebuild the outputs from their inputs' current state (with --once)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -116,14 +114,20 @@ With --every D (or the transforms' own every:) floe keeps running them, each on 
 schedule with up to 10% random jitter, never two runs of one transform at a time,
 dependants after their sources. SIGTERM or SIGINT stops scheduling; a build in
 progress stops before it commits (or finishes the commit it is in), and floe exits 0.
-Every run is recorded for status; logs are structured (--log-format text|json).`
+A transform with target_lag: is built when its lag would pass it instead.
+A run that finds another process built the transform first ("superseded") is not
+a failure. Every run is recorded for status; logs are structured (--log-format
+text|json). --metrics-addr serves Prometheus metrics (/metrics, /healthz, /readyz)
+and --http the status page; both bind 127.0.0.1 unless given another host, and
+have no authentication: they show table names, snapshot ids, times, row counts
+and error messages, never data rows.`
 	example := `  floe run pipeline.yaml --once
   floe run pipeline.yaml active_orders --once --full
-  floe run pipeline.yaml --every 15m --log-format json --metrics-addr :9090`
+  floe run pipeline.yaml --every 15m --log-format json --metrics-addr 127.0.0.1:9090 --http 127.0.0.1:8080`
 	if !fromFile {
 		prog := src.(programSource).prog
 		long = strings.ReplaceAll(long, "floe", prog)
-		example = fmt.Sprintf("  %s run --once\n  %s run --every 15m --metrics-addr :9090", prog, prog)
+		example = fmt.Sprintf("  %s run --once\n  %s run --every 15m --metrics-addr 127.0.0.1:9090", prog, prog)
 	}
 	c := &cobra.Command{
 		Use:     "run " + src.usage() + " [--once | --every D]",
@@ -171,6 +175,9 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 	if f.full && !f.once {
 		return usagef("--full rebuilds once: use it with --once")
 	}
+	if err := f.serve.check(); err != nil {
+		return err
+	}
 	sigctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
@@ -201,12 +208,14 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 	if err != nil {
 		return err
 	}
-	runner := &pipeline.Runner{Catalog: cat, Logger: log, Full: f.full, History: historyFor(p, f.statusFile)}
-	if f.metricsAddr != "" {
+	runner := &pipeline.Runner{Catalog: cat, Logger: log, Full: f.full, History: historyFor(p, f.statusFile, log),
+		Pipeline: p, Engine: "floe " + Version}
+	if f.serve.any() {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		runner.Metrics = pipeline.NewMetrics(reg)
-		shutdown, err := serveMetrics(f.metricsAddr, reg, log)
+		mon := &pipeline.Monitor{Pipeline: p, Runner: runner, Every: f.serve.statusEvery, Metrics: runner.Metrics, Logger: log}
+		shutdown, err := f.serve.start(sigctx, mon, reg, log)
 		if err != nil {
 			return err
 		}
@@ -218,16 +227,33 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 			return perr
 		}
 		if err != nil && sigctx.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("stopped by a signal after %d of %d transforms (a build in progress stopped before committing)", len(outcomes), len(steps))
+			return errors.New(stoppedMessage(outcomes, len(steps)))
 		}
 		return err
 	}
-	sched.RunStep, sched.Blocked = runner.RunStep, runner.Blocked
+	sched.RunStep, sched.Blocked, sched.Pending = runner.RunStep, runner.Blocked, runner.PendingSince
 	log.Info("running on a schedule; stop with SIGTERM or SIGINT", "pipeline", p.Name, "transforms", len(steps))
 	return sched.Run(sigctx)
 }
 
-func historyFor(p *pipeline.Pipeline, flag string) *pipeline.History {
+// stoppedMessage says how far a run --once stopped by a signal got: the
+// transforms that finished (the one in progress stopped before
+// committing, and is not counted).
+func stoppedMessage(outcomes []pipeline.Outcome, total int) string {
+	done := 0
+	for _, o := range outcomes {
+		if o.Kind != pipeline.OutcomeAborted {
+			done++
+		}
+	}
+	msg := fmt.Sprintf("stopped by a signal after %d of %d transforms", done, total)
+	if done < len(outcomes) {
+		msg += " (the build in progress stopped before committing)"
+	}
+	return msg
+}
+
+func historyFor(p *pipeline.Pipeline, flag string, log *slog.Logger) *pipeline.History {
 	path := p.StatusFile
 	if flag != "" {
 		path = flag
@@ -235,32 +261,9 @@ func historyFor(p *pipeline.Pipeline, flag string) *pipeline.History {
 	if path == "" {
 		return nil
 	}
-	return pipeline.OpenHistory(path)
-}
-
-// serveMetrics serves reg at /metrics on addr until shutdown is called.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (shutdown func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "error", err.Error())
-		}
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
+	h := pipeline.OpenHistory(path)
+	h.Pipeline, h.Logger = p.Name, log
+	return h
 }
 
 // pipelineLogger is the structured logger of run and build: text or JSON
@@ -352,12 +355,14 @@ func (a *app) reportOutcomes(outcomes []pipeline.Outcome) error {
 	}
 	for _, o := range outcomes {
 		switch {
-		case o.Result != nil && !o.Failed() && o.Kind != pipeline.OutcomeAborted:
+		case o.Result != nil && !o.Failed() && o.Kind != pipeline.OutcomeAborted && o.Kind != pipeline.OutcomeSuperseded:
 			fmt.Fprintln(a.stdout, describeBuild(o.Result))
 		case o.Kind == pipeline.OutcomeBlocked:
 			fmt.Fprintf(a.stdout, "%s: not run: %v\n", o.Step, o.Err)
 		case o.Kind == pipeline.OutcomeAborted:
 			fmt.Fprintf(a.stdout, "%s: stopped before committing\n", o.Step)
+		case o.Kind == pipeline.OutcomeSuperseded:
+			fmt.Fprintf(a.stdout, "%s: built by another run meanwhile, nothing left to build\n", o.Step)
 		default:
 			fmt.Fprintf(a.stdout, "%s: failed: %v\n", o.Step, o.Err)
 		}
@@ -365,106 +370,13 @@ func (a *app) reportOutcomes(outcomes []pipeline.Outcome) error {
 	return nil
 }
 
-func statusCommand(a *app, src pipelineSource) *cobra.Command {
-	var statusFile string
-	_, fromFile := src.(fileSource)
-	example := "  floe status pipeline.yaml\n  floe status pipeline.yaml --format jsonl"
-	if !fromFile {
-		prog := src.(programSource).prog
-		example = fmt.Sprintf("  %s status\n  %s status --format jsonl", prog, prog)
-	}
-	c := &cobra.Command{
-		Use:   "status " + src.usage(),
-		Short: "Show each output's last build, watermarks, lag behind its inputs and last error",
-		Long: `For each transform and output: whether the output exists, its last build (the
-current snapshot, its commit time and the transform named in its summary), the
-watermark of each input, how many snapshots each input has after its watermark
-(behind), what the next build will do when it cannot be incremental (note), and the
-last run and last error recorded by run and build. It reads metadata only.`,
-		Example: example,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			p, names, err := src.load(a, args)
-			if err != nil {
-				return err
-			}
-			steps, err := p.Select(names...)
-			if err != nil {
-				return usageError{err}
-			}
-			if _, err := a.outputFormat(); err != nil {
-				return err
-			}
-			cat, err := a.Catalog(ctx)
-			if err != nil {
-				return err
-			}
-			runner := &pipeline.Runner{Catalog: cat, History: historyFor(p, statusFile)}
-			st, err := runner.Status(ctx, p, steps)
-			if err != nil {
-				return err
-			}
-			return a.printStatus(st)
-		},
-	}
-	if fromFile {
-		c.Args = cobra.MinimumNArgs(1)
-	}
-	c.Flags().StringVar(&statusFile, "status-file", "", "run history file (default beside the pipeline file)")
-	return c
-}
-
-func (a *app) printStatus(st []pipeline.OutputStatus) error {
-	cols := []column{
-		{name: "transform", typ: strType}, {name: "type", typ: strType}, {name: "output", typ: strType},
-		{name: "exists", typ: boolType}, {name: "snapshot_id", typ: i64Type}, {name: "built_at", typ: tsType},
-		{name: "built_by", typ: strType}, {name: "watermarks", typ: strList}, {name: "behind", typ: i64Type},
-		{name: "last_run", typ: tsType}, {name: "last_outcome", typ: strType}, {name: "last_error_at", typ: tsType},
-		{name: "last_error", typ: strType}, {name: "note", typ: strType},
-	}
-	for _, s := range st {
-		var snap, builtAt, builtBy, lastRun, lastOutcome, lastErrAt, lastErr, note any
-		if s.SnapshotID != 0 {
-			snap = s.SnapshotID
-			builtAt = s.BuiltAt
-		}
-		if s.BuiltBy != "" {
-			builtBy = s.BuiltBy
-		}
-		wms := []string{}
-		for _, in := range s.Inputs {
-			if in.Watermark != "" {
-				wms = append(wms, in.Name+"="+in.Watermark)
-			}
-		}
-		var behind any
-		if s.Behind != nil {
-			behind = *s.Behind
-		}
-		if r := s.Run; r != nil {
-			lastRun, lastOutcome = r.LastRun, r.LastOutcome
-			if r.LastError != "" {
-				lastErrAt, lastErr = r.LastErrorAt, r.LastError
-			}
-		}
-		if s.Note != "" {
-			note = s.Note
-		}
-		vals := []any{s.Transform, s.Type, s.Output, s.Exists, snap, builtAt, builtBy, wms, behind,
-			lastRun, lastOutcome, lastErrAt, lastErr, note}
-		for i := range cols {
-			cols[i].values = append(cols[i].values, vals[i])
-		}
-	}
-	return a.printColumns(cols)
-}
-
 // TransformsMain runs a program built with floe's Go API (floe.Main) on
 // os.Args and returns its exit status: 0, 1 for a failure, 2 for a usage
-// error. The program gets the commands build [NAME...] [--full], run
-// [--once | --every D] [NAME...] and status [NAME...], and floe's global
+// error, 3 when status --check finds an output past its error_after. The
+// program gets the commands build [NAME...] [--full], run [--once | --every
+// D] [NAME...], status [NAME...] and serve, and floe's global
 // flags (--warehouse, --catalog, --config, --format, --quiet). Runs are
-// recorded in .<program>.floe-status.json in the working directory
+// recorded in .<program>.floe-history.jsonl in the working directory
 // (--status-file moves it). It must be called once, from main.
 func TransformsMain(transforms []*transform.Transform) int {
 	prog := filepath.Base(os.Args[0])
@@ -494,7 +406,7 @@ and commits each output once with its watermarks.`, prog, strings.Join(names, ",
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	a.addGlobalFlags(root)
-	root.AddCommand(buildCommand(a, src), runCommand(a, src), statusCommand(a, src), versionCommand(a))
+	root.AddCommand(buildCommand(a, src), runCommand(a, src), statusCommand(a, src), serveCommand(a, src), versionCommand(a))
 	setArgsUsage(root)
 	return execute(ctx, root, prog, args, stderr)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/tableops"
 )
 
 func tableBranch(a *app) *cobra.Command {
@@ -27,33 +27,20 @@ func tableBranch(a *app) *cobra.Command {
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cat, ident, tbl, err := a.loadTable(ctx, args[0])
+			cat, ident, _, err := a.loadTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			name := args[1]
-			for n := range tbl.Metadata().Refs() {
-				if n == name {
-					return fmt.Errorf("table %s already has a ref named %q", catalog.FormatName(ident), name)
-				}
+			var at *int64
+			if cmd.Flags().Changed("snapshot") {
+				at = &snapshot
 			}
-			id := snapshot
-			if !cmd.Flags().Changed("snapshot") {
-				cur := tbl.CurrentSnapshot()
-				if cur == nil {
-					return fmt.Errorf("table %s has no snapshot yet to branch from; append rows first or pass --snapshot", catalog.FormatName(ident))
-				}
-				id = cur.SnapshotID
-			} else if tbl.Metadata().SnapshotByID(id) == nil {
-				return fmt.Errorf("table %s has no snapshot %d", catalog.FormatName(ident), id)
-			}
-			_, _, err = cat.Iceberg().CommitTable(ctx, ident,
-				[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(name, nil)},
-				[]table.Update{setBranch(name, id)})
+			o, err := tableops.CreateBranch(ctx, cat, ident, args[1], at)
 			if err != nil {
-				return fmt.Errorf("create branch %s of %s: %w", name, catalog.FormatName(ident), err)
+				return err
 			}
-			a.infof("created branch %s of %s at snapshot %d", name, catalog.FormatName(ident), id)
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
+			a.infof("created branch %s of %s at snapshot %d", o.Ref, catalog.FormatName(ident), o.SnapshotID)
 			return nil
 		},
 	}
@@ -93,30 +80,19 @@ func tableBranch(a *app) *cobra.Command {
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cat, ident, tbl, err := a.loadTable(ctx, args[0])
-			if err != nil {
-				return err
-			}
 			name := args[1]
 			if name == table.MainBranch {
 				return usagef("the main branch cannot be dropped")
 			}
-			var id *int64
-			for n, ref := range tbl.Metadata().Refs() {
-				if n == name {
-					sid := ref.SnapshotID
-					id = &sid
-				}
-			}
-			if id == nil {
-				return fmt.Errorf("table %s has no branch or tag %q", catalog.FormatName(ident), name)
-			}
-			_, _, err = cat.Iceberg().CommitTable(ctx, ident,
-				[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(name, id)},
-				[]table.Update{table.NewRemoveSnapshotRefUpdate(name)})
+			cat, ident, _, err := a.loadTable(ctx, args[0])
 			if err != nil {
-				return fmt.Errorf("drop %s of %s: %w", name, catalog.FormatName(ident), err)
+				return err
 			}
+			o, err := tableops.DropRef(ctx, cat, ident, name)
+			if err != nil {
+				return err
+			}
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
 			a.infof("dropped %s of %s", name, catalog.FormatName(ident))
 			return nil
 		},
@@ -138,25 +114,16 @@ func tableRollback(a *app) *cobra.Command {
 				return usagef("--to-snapshot is required")
 			}
 			ctx := cmd.Context()
-			_, ident, tbl, err := a.loadTable(ctx, args[0])
+			cat, ident, _, err := a.loadTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			b := branch
-			if b == "" {
-				b = table.MainBranch
-			}
-			tx, err := tbl.NewTransactionOnBranchWithError(b)
+			o, err := tableops.Rollback(ctx, cat, ident, branch, to)
 			if err != nil {
 				return err
 			}
-			if err := tx.RollbackToSnapshot(to); err != nil {
-				return fmt.Errorf("rollback %s: %w", catalog.FormatName(ident), err)
-			}
-			if _, err := tx.Commit(ctx); err != nil {
-				return fmt.Errorf("rollback %s: %w", catalog.FormatName(ident), err)
-			}
-			a.infof("rolled %s of %s back to snapshot %d", b, catalog.FormatName(ident), to)
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
+			a.infof("rolled %s of %s back to snapshot %d", o.Ref, catalog.FormatName(ident), to)
 			return nil
 		},
 	}
@@ -178,45 +145,22 @@ func tableSetCurrent(a *app) *cobra.Command {
 				return usagef("--snapshot is required")
 			}
 			ctx := cmd.Context()
-			cat, ident, tbl, err := a.loadTable(ctx, args[0])
+			cat, ident, _, err := a.loadTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			if tbl.Metadata().SnapshotByID(snapshot) == nil {
-				return fmt.Errorf("table %s has no snapshot %d", catalog.FormatName(ident), snapshot)
-			}
-			b := branch
-			if b == "" {
-				b = table.MainBranch
-			}
-			var cur *int64
-			for n, ref := range tbl.Metadata().Refs() {
-				if n == b {
-					id := ref.SnapshotID
-					cur = &id
-				}
-			}
-			_, _, err = cat.Iceberg().CommitTable(ctx, ident,
-				[]table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertRefSnapshotID(b, cur)},
-				[]table.Update{setBranch(b, snapshot)})
+			o, err := tableops.SetCurrent(ctx, cat, ident, branch, snapshot)
 			if err != nil {
-				return fmt.Errorf("set-current %s: %w", catalog.FormatName(ident), err)
+				return err
 			}
-			a.infof("%s of %s now points at snapshot %d", b, catalog.FormatName(ident), snapshot)
+			a.answerLost(o.AnswerLost, ident, o.CommitID)
+			a.infof("%s of %s now points at snapshot %d", o.Ref, catalog.FormatName(ident), snapshot)
 			return nil
 		},
 	}
 	c.Flags().Int64Var(&snapshot, "snapshot", 0, "any snapshot of the table")
 	c.Flags().StringVar(&branch, "branch", "", "the branch to move (default main)")
 	return c
-}
-
-// setBranch is the catalog update that points branch name at snapshot id
-// with the table's default retention. The retention fields stay zero, which
-// iceberg-go leaves out of the request: a REST catalog rejects the -1 it would
-// otherwise send ("Min snapshots to keep must be greater than 0").
-func setBranch(name string, id int64) table.Update {
-	return table.NewSetSnapshotRefUpdate(name, id, table.BranchRef, 0, 0, 0)
 }
 
 func tableRegister(a *app) *cobra.Command {

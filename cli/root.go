@@ -168,7 +168,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // execute runs cmd with args and turns its error into an exit status,
 // printing it prefixed with the program's name.
-func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string, stderr io.Writer) int {
+func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			code = reportPanic(stderr, prog, args, p)
+		}
+	}()
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
@@ -184,7 +189,7 @@ func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", prog)
 		return 2
 	}
-	return 1
+	return exitCode(err)
 }
 
 func versionCommand(a *app) *cobra.Command {

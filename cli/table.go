@@ -561,6 +561,7 @@ func (a *app) target(ctx context.Context, name, branch string) (tableops.Target,
 
 // report prints the outcome of a DML command.
 func (a *app) report(verb string, t tableops.Target, o *tableops.Outcome) error {
+	a.answerLost(o.AnswerLost, t.Ident, o.CommitID)
 	f, _ := a.outputFormat()
 	if f == rowfile.OutputJSON || f == rowfile.OutputJSONL {
 		out := map[string]any{"table": t.String(), "operation": verb, "rows_added": o.RowsAdded, "rows_removed": o.RowsRemoved,
@@ -579,7 +580,7 @@ func (a *app) report(verb string, t tableops.Target, o *tableops.Outcome) error 
 }
 
 func tableAppend(a *app) *cobra.Command {
-	var branch string
+	var branch, commitID string
 	c := &cobra.Command{
 		Use:   "append NS.T FILE...",
 		Short: "Append rows from Parquet, CSV or JSON Lines files in one snapshot",
@@ -601,6 +602,7 @@ and nothing is committed.`,
 			if err != nil {
 				return err
 			}
+			t.CommitID = commitID
 			o, err := tableops.Append(ctx, t, recs)
 			if err != nil {
 				return err
@@ -610,6 +612,7 @@ and nothing is committed.`,
 		},
 	}
 	c.Flags().StringVar(&branch, "branch", "", "write to this branch")
+	c.Flags().StringVar(&commitID, "commit-id", "", "the commit's id (floe.commit-id); rerun with the id an unknown outcome named: nothing is appended twice")
 	return c
 }
 

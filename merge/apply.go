@@ -155,7 +155,12 @@ type Result struct {
 	SnapshotID   int64
 	Attempts     int
 	Committed    bool
-	Table        *table.Table
+	// CommitID is the commit's id (commit.PropCommitID); AnswerLost
+	// reports that the catalog's answer was lost and floe found the commit
+	// on the table (see package commit).
+	CommitID   string
+	AnswerLost bool
+	Table      *table.Table
 }
 
 // metadataColumns are changelog and CDF columns that may ride along with
@@ -246,29 +251,10 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	if o.DeleteMode == DeleteEquality {
 		res.Mode = "merge-on-read (equality deletes)"
 	}
-	// Inserts are written once and reused by every commit attempt.
+	// Inserts (and equality deletes) are written once, at the first
+	// attempt, and reused by every later one; package commit owns them.
 	var insertFiles, deleteFiles []iceberg.DataFile
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			write.Cleanup(fs, paths(insertFiles))
-			write.Cleanup(fs, paths(deleteFiles))
-		}
-	}()
-	if res.Upserts > 0 {
-		if insertFiles, err = write.WriteRows(ctx, tbl, cs.upsertRows(ctx, acts)); err != nil {
-			return nil, fmt.Errorf("apply to %s: %w", name, err)
-		}
-	}
-	if o.DeleteMode == DeleteEquality && acts.n > 0 {
-		if deleteFiles, err = cs.equalityDeletes(ctx, tbl, acts); err != nil {
-			return nil, fmt.Errorf("apply to %s: %w", name, err)
-		}
-	}
+	written := false
 	out, err := commit.Run(ctx, cat, ident, commit.Options{
 		Branch:             o.Branch,
 		SnapshotProperties: withOp(o.SnapshotProperties, "apply"),
@@ -276,6 +262,24 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 		Expect:             o.ExpectProperties,
 		CommitEmpty:        o.CommitEmpty,
 	}, func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		if !written {
+			written = true
+			var err error
+			if res.Upserts > 0 {
+				insertFiles, err = write.WriteRows(ctx, tbl, cs.upsertRows(ctx, acts))
+				reuse.Own(paths(insertFiles)...)
+				if err != nil {
+					return nil, err
+				}
+			}
+			if o.DeleteMode == DeleteEquality && acts.n > 0 {
+				deleteFiles, err = cs.equalityDeletes(ctx, tbl, acts)
+				reuse.Own(paths(deleteFiles)...)
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
 		req := write.Request{Table: tbl, Branch: o.Branch, Mode: mode, InsertFiles: insertFiles, DeleteFiles: deleteFiles, Reuse: reuse}
 		if o.DeleteMode != DeleteEquality && acts.n > 0 {
 			req.Filter = cs.keyFilter(tbl, acts)
@@ -297,8 +301,8 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	if err != nil {
 		return nil, fmt.Errorf("apply to %s: %w", name, err)
 	}
-	committed = out.Committed
 	res.Committed, res.SnapshotID, res.Attempts, res.Table = out.Committed, out.SnapshotID, out.Attempts, out.Table
+	res.CommitID, res.AnswerLost = out.CommitID, out.AnswerLost
 	res.Matched = acts.countMatched()
 	if out.Result != nil {
 		res.RowsAdded, res.RowsRemoved = out.Result.RowsAdded, out.Result.RowsRemoved

@@ -11,6 +11,7 @@ import (
 
 	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/write"
 )
 
 // equalityDeletes writes the equality delete files of the actions: one row
@@ -98,8 +99,10 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 		}
 		parts = found
 	}
+	var given int64
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
 		for _, p := range parts {
+			given += p.NumRows()
 			p.Retain()
 			if !yield(p, nil) {
 				return
@@ -108,7 +111,16 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 	}
 	files, err := tbl.NewTransaction().WriteEqualityDeletes(ctx, fieldIDs, seq)
 	if err != nil {
-		return nil, fmt.Errorf("write equality deletes: %w", err)
+		return files, fmt.Errorf("write equality deletes: %w", err)
+	}
+	// As for data files (write.ErrIncompleteWrite): a writer that stops
+	// without an error would leave keys undeleted.
+	var written int64
+	for _, f := range files {
+		written += f.Count()
+	}
+	if written != given {
+		return files, fmt.Errorf("write equality deletes: %w: %d keys given, %d written; nothing was committed", write.ErrIncompleteWrite, given, written)
 	}
 	return files, nil
 }

@@ -2,7 +2,6 @@ package merge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -53,7 +52,10 @@ type MergeResult struct {
 	SnapshotID   int64  // the new snapshot; 0 when nothing was committed
 	Attempts     int
 	Committed    bool
-	Table        *table.Table // the table after the merge
+	// CommitID and AnswerLost: as in Result.
+	CommitID   string
+	AnswerLost bool
+	Table      *table.Table // the table after the merge
 }
 
 // testHookPrepared, set by tests only, is called after each attempt has
@@ -114,8 +116,8 @@ type insertWork struct {
 // options' commit properties are committed in one Iceberg commit through
 // package commit, which retries on conflicts (recomputing only what the
 // new table state requires) and stops with commit.ErrWatermarkMoved when
-// the expected properties changed. On any error nothing is committed and
-// the files written are removed. Options ChangeTypeColumn and
+// the expected properties changed. Package commit owns the files written:
+// they are removed when no commit can reference them. Options ChangeTypeColumn and
 // SequenceColumn do not apply; DeleteEquality is refused.
 //
 // Merge may be called concurrently, also on one table.
@@ -157,7 +159,6 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 	var last counts
 	mode, scanned := "", 0
 	attempts := 0
-	prepareFailed := false
 	out, err := commit.Run(ctx, cat, ident, commit.Options{
 		Branch:             o.Branch,
 		SnapshotProperties: withOp(o.SnapshotProperties, "merge"),
@@ -168,7 +169,6 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 		attempts++
 		res, c, err := j.prepare(ctx, tbl, stmt, source, &o, reuse, attempts, &ins)
 		if err != nil {
-			prepareFailed = true
 			return nil, err
 		}
 		last, mode, scanned = c, res.Mode.String(), res.FilesScanned
@@ -177,16 +177,6 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 		}
 		return res, nil
 	})
-	committed := out != nil && out.Committed
-	if !committed && len(ins.files) > 0 && (err == nil || prepareFailed || errors.Is(err, commit.ErrWatermarkMoved) ||
-		errors.Is(err, commit.ErrTooManyConflicts) || ctx.Err() != nil) {
-		// Nothing was committed. (Other commit errors leave it unknown
-		// whether the commit happened, so the files stay, as in package
-		// commit.)
-		if fs, ferr := tbl.FS(ctx); ferr == nil {
-			write.Cleanup(fs, paths(ins.files))
-		}
-	}
 	if err != nil {
 		return fail(err)
 	}
@@ -195,6 +185,7 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 		NumAffectedRows: last.updated + last.deleted + last.inserted,
 		FilesScanned:    scanned, Mode: mode,
 		SnapshotID: out.SnapshotID, Attempts: out.Attempts, Committed: out.Committed, Table: out.Table,
+		CommitID: out.CommitID, AnswerLost: out.AnswerLost,
 	}
 	if out.Result != nil {
 		res.RowsAdded, res.RowsRemoved = out.Result.RowsAdded, out.Result.RowsRemoved
@@ -299,10 +290,10 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 	if err != nil {
 		return nil, counts{}, err
 	}
+	// The files written so far belong to package commit (reuse), which
+	// removes them when no commit can reference them.
 	fail := func(err error) (*write.Result, counts, error) {
-		if fs, ferr := tbl.FS(ctx); ferr == nil {
-			write.Cleanup(fs, res.Written())
-		}
+		reuse.Own(res.Written()...)
 		return nil, counts{}, err
 	}
 	var c counts
@@ -324,14 +315,11 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 			}
 		}
 	}
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return fail(err)
-	}
 	reusable := ins.files != nil && slices.Equal(ins.unmatched, unmatched) &&
 		ins.schemaID == tbl.Schema().ID && ins.specID == tbl.Metadata().DefaultPartitionSpec()
 	if !reusable {
-		write.Cleanup(fs, paths(ins.files))
+		// The inserts of an earlier attempt stay registered with reuse:
+		// package commit removes them once no commit can reference them.
 		*ins = insertWork{}
 		if len(unmatched) > 0 {
 			var n int64
@@ -339,6 +327,7 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 			if err != nil {
 				return fail(err)
 			}
+			reuse.Own(paths(files)...)
 			*ins = insertWork{files: files, unmatched: unmatched, schemaID: tbl.Schema().ID, specID: tbl.Metadata().DefaultPartitionSpec(), n: n}
 		}
 	}

@@ -78,6 +78,8 @@ type TransformConfig struct {
 	Statement       string            `yaml:"statement" doc:"The MERGE INTO statement; {destination} stands for the destination table and {changes} for the changes." for:"merge" required:"merge" example:"MERGE INTO {destination} AS t USING {changes} AS s ON t.id = s.id WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *"`
 	EqualityColumns []string          `yaml:"equality_columns" doc:"Columns identifying a row of the Delta table (a list, or one comma-separated string); the destination's identifier fields." for:"delta" required:"delta" example:"[id]"`
 	Every           Duration          `yaml:"every" doc:"Run this transform on this schedule (a Go duration such as 90s, 15m or 2h), overriding floe run --every." example:"15m"`
+	TargetLag       Duration          `yaml:"target_lag" doc:"Schedule by freshness instead of every: floe run builds the transform when its lag (how long the oldest change of its inputs not in its outputs has waited) would pass this, as Snowflake's dynamic tables do. At most one of every and target_lag." example:"15m"`
+	Freshness       Freshness         `yaml:"freshness" doc:"Freshness targets of the outputs: warn_after and error_after, durations. floe status shows an output whose lag passed them as warn or error; floe status --check exits 3 when one passed error_after." example:"{warn_after: 30m, error_after: 2h}"`
 	SemanticVersion int               `yaml:"semantic_version" doc:"Bump it when the logic changed and the destination must be rebuilt in full on the next build." for:"sync,filter,merge" example:"2"`
 	Properties      map[string]string `yaml:"properties" doc:"Table properties the destination is created with." example:"{write.delete.mode: merge-on-read}"`
 
@@ -108,6 +110,43 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML renders the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Freshness is a transform's freshness targets: how long the oldest input
+// change missing from its outputs may wait before floe status reports the
+// transform as warn or error (0 = no such target).
+type Freshness struct {
+	WarnAfter  Duration `yaml:"warn_after"`
+	ErrorAfter Duration `yaml:"error_after"`
+}
+
+// UnmarshalYAML decodes {warn_after: D, error_after: D}, refusing other
+// keys.
+func (f *Freshness) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return errors.New("want a mapping such as {warn_after: 30m, error_after: 2h}")
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var d *Duration
+		switch k.Value {
+		case "warn_after":
+			d = &f.WarnAfter
+		case "error_after":
+			d = &f.ErrorAfter
+		default:
+			return fmt.Errorf("unknown key %q%s (keys: warn_after, error_after)", k.Value, suggest(k.Value, []string{"warn_after", "error_after"}))
+		}
+		if seen[k.Value] {
+			return fmt.Errorf("%s given twice", k.Value)
+		}
+		seen[k.Value] = true
+		if err := d.UnmarshalYAML(v); err != nil {
+			return fmt.Errorf("%s: %w", k.Value, err)
+		}
+	}
+	return nil
+}
 
 // Load reads and validates a pipeline file.
 func Load(path string) (*File, error) {
@@ -527,6 +566,25 @@ func (f *File) validate(p *parser) {
 		}
 		if tc.Every < 0 || (tc.Every > 0 && time.Duration(tc.Every) < time.Second) {
 			bad("every", "%s: want at least 1s", time.Duration(tc.Every))
+		}
+		if tc.TargetLag < 0 || (tc.TargetLag > 0 && time.Duration(tc.TargetLag) < time.Second) {
+			bad("target_lag", "%s: want at least 1s", time.Duration(tc.TargetLag))
+		}
+		if tc.TargetLag != 0 && tc.Every != 0 {
+			bad("target_lag", "give every or target_lag, not both")
+		}
+		if _, given := tc.line["freshness"]; given && !p.bad[fmt.Sprintf("%d.freshness", i)] {
+			fr := tc.Freshness
+			switch {
+			case fr.WarnAfter == 0 && fr.ErrorAfter == 0:
+				bad("freshness", "give warn_after, error_after or both, e.g. {warn_after: 30m, error_after: 2h}")
+			case fr.WarnAfter < 0 || (fr.WarnAfter > 0 && time.Duration(fr.WarnAfter) < time.Second):
+				bad("freshness", "warn_after %s: want at least 1s", time.Duration(fr.WarnAfter))
+			case fr.ErrorAfter < 0 || (fr.ErrorAfter > 0 && time.Duration(fr.ErrorAfter) < time.Second):
+				bad("freshness", "error_after %s: want at least 1s", time.Duration(fr.ErrorAfter))
+			case fr.WarnAfter > 0 && fr.ErrorAfter > 0 && fr.WarnAfter > fr.ErrorAfter:
+				bad("freshness", "warn_after %s is after error_after %s", time.Duration(fr.WarnAfter), time.Duration(fr.ErrorAfter))
+			}
 		}
 		if tc.SemanticVersion < 0 && uses("semantic_version") {
 			bad("semantic_version", "%d: want 0 or more", tc.SemanticVersion)

@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,6 +24,16 @@ type Step struct {
 	Type string
 	// Every is the step's own schedule (0 = the scheduler's default).
 	Every time.Duration
+	// TargetLag, when not 0, schedules the step by freshness instead of
+	// Every: it is built when its lag would pass TargetLag.
+	TargetLag time.Duration
+	// WarnAfter and ErrorAfter are the freshness targets of the step's
+	// outputs (0 = none).
+	WarnAfter, ErrorAfter time.Duration
+	// Definition identifies the step's definition (a hash of its
+	// configuration), so that the run history can tell runs of an older
+	// definition; "" when unknown.
+	Definition string
 	// Sources are the tables the step reads ("ns.t"), or for delta the
 	// Delta table's location.
 	Sources []string
@@ -246,7 +259,9 @@ func (f *File) Pipeline() (*Pipeline, error) {
 
 func (tc TransformConfig) step() (*Step, error) {
 	s := &Step{Name: tc.Name, Type: tc.Type, Every: time.Duration(tc.Every), Line: tc.Line,
-		Destinations: []string{tc.Destination}}
+		Destinations: []string{tc.Destination}, TargetLag: time.Duration(tc.TargetLag),
+		WarnAfter: time.Duration(tc.Freshness.WarnAfter), ErrorAfter: time.Duration(tc.Freshness.ErrorAfter),
+		Definition: tc.definition()}
 	var err error
 	switch tc.Type {
 	case TypeSync:
@@ -275,4 +290,17 @@ func (tc TransformConfig) step() (*Step, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// definition is a short hash of the transform's configuration (what it
+// reads, writes and computes; not its schedule or freshness targets).
+func (tc TransformConfig) definition() string {
+	c := tc
+	c.Line, c.line, c.Every, c.TargetLag, c.Freshness = 0, nil, 0, 0, Freshness{}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }

@@ -53,6 +53,14 @@ const DefaultJitter = 0.1
 // next run. A step whose upstream step's
 // last run failed or was blocked is not run but recorded as blocked (it is
 // retried at its next time). Independent steps run concurrently.
+//
+// A step with a TargetLag is scheduled by freshness instead: every
+// TargetLagPoll(TargetLag) the scheduler asks Pending since when its
+// oldest input change missing from its outputs has waited, and builds it
+// once that change's lag plus the step's last build duration would come
+// within a tenth of the target; with nothing pending it asks again at the
+// next poll. The lag counted is the step's own, against its direct inputs:
+// in a chain, the end-to-end lag is at most the sum of the targets.
 type Scheduler struct {
 	// Pipeline gives the dependencies between steps. Required.
 	Pipeline *Pipeline
@@ -72,8 +80,19 @@ type Scheduler struct {
 	// Blocked records that a step was not run because upstream failed
 	// (typically Runner.Blocked; nil = not recorded).
 	Blocked func(ctx context.Context, s *Step, upstream string) Outcome
+	// Pending returns, for a step with a TargetLag, the earliest commit
+	// time of its inputs' changes missing from its outputs (zero when it
+	// is up to date); typically Runner.PendingSince. nil: such steps run
+	// at every poll. An error builds the step (its run reports the cause).
+	Pending func(ctx context.Context, s *Step) (time.Time, error)
 	// Logger logs scheduling decisions (nil = slog.Default()).
 	Logger *slog.Logger
+}
+
+// TargetLagPoll is how often the scheduler looks at the lag of a step with
+// target lag target: a tenth of it, between 1s and 1m.
+func TargetLagPoll(target time.Duration) time.Duration {
+	return min(max(target/10, time.Second), time.Minute)
 }
 
 type scheduled struct {
@@ -81,13 +100,18 @@ type scheduled struct {
 	interval time.Duration
 	next     time.Time
 	running  bool
-	failed   bool // the last run failed or was blocked
+	failed   bool          // the last run failed or was blocked
+	lastRun  time.Duration // the duration of the last build (target lag steps)
 }
 
 type finished struct {
 	i       int
 	outcome Outcome
 	started time.Time
+	// checked is true when a target lag step was only checked: not due,
+	// next is its next time.
+	checked bool
+	next    time.Time
 }
 
 // Intervals checks that every step has an interval and returns them by
@@ -98,6 +122,9 @@ func (sc *Scheduler) Intervals() (map[string]time.Duration, error) {
 	var missing []string
 	for _, s := range steps {
 		d := s.Every
+		if s.TargetLag > 0 {
+			d = TargetLagPoll(s.TargetLag)
+		}
 		if d == 0 {
 			d = sc.Every
 		}
@@ -108,7 +135,7 @@ func (sc *Scheduler) Intervals() (map[string]time.Duration, error) {
 		out[s.Name] = d
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: %s: no schedule for %s (no every: of its own and no default interval)", ErrInvalidPipeline, sc.Pipeline.Name, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%w: %s: no schedule for %s (no every: or target_lag: of its own and no default interval)", ErrInvalidPipeline, sc.Pipeline.Name, strings.Join(missing, ", "))
 	}
 	return out, nil
 }
@@ -155,7 +182,11 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	for i, s := range steps {
 		index[s.Name] = i
 		states[i] = &scheduled{step: s, interval: intervals[s.Name], next: start}
-		log.Info("scheduled", "transform", s.Name, "every", intervals[s.Name])
+		if s.TargetLag > 0 {
+			log.Info("scheduled", "transform", s.Name, "target_lag", s.TargetLag, "poll", intervals[s.Name])
+		} else {
+			log.Info("scheduled", "transform", s.Name, "every", intervals[s.Name])
+		}
 	}
 	done := make(chan finished, len(steps))
 	running := 0
@@ -163,7 +194,18 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 		st := states[f.i]
 		st.running = false
 		running--
+		if f.checked {
+			st.next = f.next
+			return
+		}
 		st.failed = f.outcome.Failed()
+		if st.step.TargetLag > 0 {
+			if f.outcome.Kind != OutcomeBlocked {
+				st.lastRun = f.outcome.Duration
+			}
+			st.next = f.started.Add(st.interval)
+			return
+		}
 		wait := st.interval
 		if jitter > 0 {
 			wait += time.Duration(random() * jitter * float64(st.interval))
@@ -188,9 +230,15 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 			st := states[i]
 			st.running = true
 			running++
-			go func(i int, s *Step, started time.Time) {
+			go func(i int, s *Step, started time.Time, lastRun time.Duration) {
+				if s.TargetLag > 0 && sc.Pending != nil {
+					if next, due := sc.targetDue(ctx, clock, s, lastRun); !due {
+						done <- finished{i: i, started: started, checked: true, next: next}
+						return
+					}
+				}
 				done <- finished{i: i, outcome: sc.RunStep(ctx, s), started: started}
-			}(i, st.step, now)
+			}(i, st.step, now, st.lastRun)
 		}
 		var wake time.Time
 		for _, st := range states {
@@ -276,4 +324,25 @@ func (sc *Scheduler) dispatch(now time.Time, states []*scheduled, index map[stri
 		}
 	}
 	return start, blocked
+}
+
+// targetDue decides whether a step with a target lag builds now; when not,
+// next is when to look again.
+func (sc *Scheduler) targetDue(ctx context.Context, clock Clock, s *Step, lastRun time.Duration) (next time.Time, due bool) {
+	since, err := sc.Pending(ctx, s)
+	now := clock.Now()
+	poll := TargetLagPoll(s.TargetLag)
+	switch {
+	case err != nil:
+		return time.Time{}, true
+	case since.IsZero():
+		return now.Add(poll), false
+	}
+	// NB: build so that the build ends before the lag passes the target,
+	// with a tenth of the target to spare.
+	at := since.Add(s.TargetLag - lastRun - s.TargetLag/10)
+	if !now.Before(at) {
+		return time.Time{}, true
+	}
+	return at, false
 }

@@ -440,7 +440,7 @@ func TestSchedulerNeedsIntervals(t *testing.T) {
 		return pipeline.Outcome{}
 	}}
 	err := sc.Run(context.Background())
-	if !errors.Is(err, pipeline.ErrInvalidPipeline) || err.Error() != "invalid pipeline: test: no schedule for c (no every: of its own and no default interval)" {
+	if !errors.Is(err, pipeline.ErrInvalidPipeline) || err.Error() != "invalid pipeline: test: no schedule for c (no every: or target_lag: of its own and no default interval)" {
 		t.Fatalf("got %v", err)
 	}
 	sc.Every = time.Minute

@@ -58,7 +58,8 @@ func runMerge(ctx context.Context, req MergeRequest) (transform.CommitResult, er
 	if err != nil {
 		return transform.CommitResult{}, err
 	}
-	return transform.CommitResult{Committed: res.Committed, SnapshotID: res.SnapshotID, RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved}, nil
+	return transform.CommitResult{Committed: res.Committed, SnapshotID: res.SnapshotID, RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved,
+		Attempts: res.Attempts}, nil
 }
 
 // deltaSyncer runs delta steps with deltasync.Sync.
@@ -88,15 +89,37 @@ func (deltaSyncer) Sync(ctx context.Context, req DeltaSyncRequest) (*transform.R
 		out.Reason = fmt.Sprintf("first run: migrated the Delta snapshot at version %d", res.MigratedVersion)
 	}
 	out.Skipped = !res.Committed
-	out.Inputs = []transform.InputRange{{Name: "delta", Table: spec.Path, Start: version(res.StartWatermark), End: version(res.Watermark)}}
-	o := transform.OutputResult{Name: "destination", Table: spec.Dst, Operation: "delta sync", Committed: res.Committed}
+	out.Inputs = []transform.InputRange{{Name: "delta", Table: spec.Path, Start: version(res.StartWatermark), End: version(res.Watermark),
+		Snapshots: int(max(res.Watermark-res.StartWatermark, 0))}}
+	out.Outputs = []transform.OutputResult{DeltaOutput(ctx, req.Catalog, ident, res)}
+	return out, nil
+}
+
+// DeltaOutput reports what a Delta Lake sync committed to its Iceberg
+// table as a build's output: the rows of the migration of the Delta
+// snapshot (on a first run) and of every batch of changes, and the last
+// snapshot committed.
+func DeltaOutput(ctx context.Context, cat *catalog.Catalog, ident []string, res *deltasync.Result) transform.OutputResult {
+	o := transform.OutputResult{Name: "destination", Table: catalog.FormatName(ident), Operation: "delta sync", Committed: res.Committed}
+	if res.Migrated {
+		o.RowsAdded += res.MigratedRows
+	}
 	for _, b := range res.Batches {
-		o.SnapshotID = b.SnapshotID
+		if b.SnapshotID != 0 {
+			o.SnapshotID = b.SnapshotID
+		}
 		o.RowsAdded += b.RowsAdded
 		o.RowsRemoved += b.RowsRemoved
 	}
-	out.Outputs = []transform.OutputResult{o}
-	return out, nil
+	if o.SnapshotID == 0 && res.Migrated && cat != nil {
+		// The migration's snapshot (deltasync does not report its id).
+		if tbl, err := cat.Load(ctx, ident); err == nil {
+			if s := tbl.CurrentSnapshot(); s != nil {
+				o.SnapshotID = s.SnapshotID
+			}
+		}
+	}
+	return o
 }
 
 func (deltaSyncer) Watermark(props iceberg.Properties) (int64, bool) {

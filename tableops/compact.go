@@ -2,13 +2,11 @@ package tableops
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/write"
 )
@@ -16,34 +14,22 @@ import (
 // Compact rewrites every data file of the branch head with its delete
 // files applied into new files, and drops the delete files, in one
 // `replace` snapshot: the rows do not change, so changelogs and
-// incremental reads report nothing for it.
+// incremental reads report nothing for it. It commits through package
+// commit (retries on conflicts, lost answers resolved, files owned).
 func Compact(ctx context.Context, t Target) (*Outcome, error) {
-	for attempt := 1; attempt <= commit.DefaultMaxAttempts; attempt++ {
-		tbl, err := t.Catalog.Load(ctx, t.Ident)
-		if err != nil {
-			return nil, err
-		}
-		out, err := compactOnce(ctx, tbl, t.Branch)
-		if err == nil || !write.IsConflict(err) {
-			if err != nil {
-				return nil, fmt.Errorf("compact %s: %w", t, err)
-			}
-			out.Attempts = attempt
-			return out, nil
-		}
-		commit.Backoff(ctx, attempt)
-	}
-	return nil, fmt.Errorf("compact %s: gave up after %d attempts because other writers kept committing", t, commit.DefaultMaxAttempts)
+	return commitOp(ctx, t, "compact", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		return compactOnce(ctx, tbl, t.Branch, reuse)
+	})
 }
 
-func compactOnce(ctx context.Context, tbl *table.Table, branch string) (*Outcome, error) {
+func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *write.Reuse) (*write.Result, error) {
 	base, err := write.BranchHead(tbl, branch)
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Table: tbl}
+	res := &write.Result{Table: tbl, Branch: branch, Base: base, Mode: write.CopyOnWrite}
 	if base == nil {
-		return out, nil
+		return res, nil
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
@@ -54,7 +40,7 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string) (*Outcome
 		return nil, err
 	}
 	if len(st.Data) == 0 {
-		return out, nil
+		return res, nil
 	}
 	reader, err := scan.NewReader(ctx, tbl, nil)
 	if err != nil {
@@ -84,56 +70,42 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string) (*Outcome
 			}
 		}
 	}
-	var added []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, schema, stream) {
-		if err != nil {
-			write.Cleanup(fs, paths(added))
-			return nil, err
-		}
-		added = append(added, df)
+	added, err := write.WriteData(ctx, tbl, schema, stream)
+	for _, df := range added {
+		reuse.Own(df.FilePath())
 	}
-	b := branch
-	if b == "" {
-		b = table.MainBranch
-	}
-	tx, err := tbl.NewTransactionOnBranchWithError(b)
 	if err != nil {
 		return nil, err
-	}
-	rw := tx.NewRewrite(iceberg.Properties{"floe.operation": "compact"})
-	for _, e := range st.Data {
-		rw.DeleteFile(e.File)
-	}
-	for _, e := range st.Deletes {
-		rw.DeleteFile(e.File)
 	}
 	for _, df := range added {
-		rw.AddDataFile(df)
+		res.AddData = append(res.AddData, df)
+		res.RowsAdded += df.Count()
 	}
-	// The compacted rows keep the newest data sequence number of the rows
-	// they came from, so that no equality delete committed concurrently
-	// with an older sequence number could apply to them by mistake.
-	rw.DataSequenceNumber(maxSeq)
-	if err := rw.Commit(ctx); err != nil {
-		write.Cleanup(fs, paths(added))
-		return nil, err
+	for _, e := range st.Data {
+		res.RemoveData = append(res.RemoveData, e.File)
+		res.Touched = append(res.Touched, e.Path())
+		res.RowsRemoved += e.File.Count()
 	}
-	newTbl, err := tx.Commit(ctx)
-	if err != nil {
-		write.Cleanup(fs, paths(added))
-		return nil, err
+	for _, e := range st.Deletes {
+		res.RemoveDeletes = append(res.RemoveDeletes, e.File)
 	}
-	out.Table = newTbl
-	if s, _ := write.BranchHead(newTbl, branch); s != nil {
-		out.SnapshotID = s.SnapshotID
+	res.Stager = func(ctx context.Context, tx *table.Transaction, snapshotProps iceberg.Properties) error {
+		rw := tx.NewRewrite(snapshotProps)
+		for _, e := range st.Data {
+			rw.DeleteFile(e.File)
+		}
+		for _, e := range st.Deletes {
+			rw.DeleteFile(e.File)
+		}
+		for _, df := range res.AddData {
+			rw.AddDataFile(df)
+		}
+		// The compacted rows keep the newest data sequence number of the
+		// rows they came from, so that no equality delete committed
+		// concurrently with an older sequence number could apply to them
+		// by mistake.
+		rw.DataSequenceNumber(maxSeq)
+		return rw.Commit(ctx)
 	}
-	return out, nil
-}
-
-func paths(files []iceberg.DataFile) []string {
-	out := make([]string, len(files))
-	for i, f := range files {
-		out[i] = f.FilePath()
-	}
-	return out
+	return res, nil
 }

@@ -35,6 +35,10 @@ type Target struct {
 	Catalog *catalog.Catalog
 	Ident   table.Identifier
 	Branch  string // "" = main
+	// CommitID names the change (see commit.Options.CommitID): a rerun
+	// with the id of a run whose outcome was unknown commits nothing when
+	// that run's commit landed. Empty: a new id.
+	CommitID string
 }
 
 func (t Target) String() string {
@@ -53,13 +57,16 @@ type Outcome struct {
 	RowsAdded   int64
 	RowsRemoved int64
 	Attempts    int
+	// CommitID and AnswerLost: see commit.Outcome.
+	CommitID   string
+	AnswerLost bool
 }
 
 // commit runs prepare against the freshly loaded table and commits the
 // result through package commit (retries on conflicts, cleanup of files of
 // abandoned attempts). Nothing is committed when prepare writes nothing.
 func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error)) (*Outcome, error) {
-	o, err := commit.Run(ctx, t.Catalog, t.Ident, commit.Options{Branch: t.Branch,
+	o, err := commit.Run(ctx, t.Catalog, t.Ident, commit.Options{Branch: t.Branch, CommitID: t.CommitID,
 		SnapshotProperties: iceberg.Properties{"floe.operation": op}},
 		func(_ context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 			return prepare(tbl, reuse)
@@ -67,7 +74,7 @@ func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", op, t, err)
 	}
-	out := &Outcome{Table: o.Table, SnapshotID: o.SnapshotID, Attempts: o.Attempts}
+	out := &Outcome{Table: o.Table, SnapshotID: o.SnapshotID, Attempts: o.Attempts, CommitID: o.CommitID, AnswerLost: o.AnswerLost}
 	if o.Result != nil {
 		out.Mode, out.RowsAdded, out.RowsRemoved = o.Result.Mode, o.Result.RowsAdded, o.Result.RowsRemoved
 	}
@@ -78,7 +85,7 @@ func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.
 // are produced anew for each attempt by rows().
 func Append(ctx context.Context, t Target, records func() iter.Seq2[arrow.RecordBatch, error]) (*Outcome, error) {
 	return commitOp(ctx, t, "append", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
-		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Inserts: records(), Mode: write.CopyOnWrite})
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Inserts: records(), Mode: write.CopyOnWrite, Reuse: reuse})
 	})
 }
 
@@ -136,7 +143,7 @@ func Overwrite(ctx context.Context, t Target, p *Predicate, records func() iter.
 			return nil, err
 		}
 		if p == nil {
-			return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, RemoveAll: true, Inserts: records()})
+			return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, RemoveAll: true, Inserts: records(), Reuse: reuse})
 		}
 		v := &write.Visitor{MatchColumns: p.Columns, Match: match(p)}
 		return write.Prepare(ctx, write.Request{Table: tbl, Branch: t.Branch, Filter: p.Iceberg, Mode: mode, Visitor: v, Inserts: records(), Reuse: reuse})

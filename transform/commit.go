@@ -43,6 +43,7 @@ type CommitResult struct {
 	SnapshotID  int64 // the new branch head; 0 when no snapshot was made
 	RowsAdded   int64
 	RowsRemoved int64
+	Attempts    int // commit attempts (0 = not known)
 }
 
 // CommitFunc commits one output's change for a build (see Output.Commit).
@@ -85,5 +86,6 @@ func (o *Output) Commit(op string, create *arrow.Schema, fn CommitFunc) error {
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	o.result.Attempts = res.Attempts
 	return nil
 }

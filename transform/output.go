@@ -48,6 +48,9 @@ type OutputResult struct {
 	Committed   bool
 	RowsAdded   int64
 	RowsRemoved int64
+	// Attempts counts the commit attempts (1: no conflict with another
+	// writer; 0: unknown, or nothing was committed).
+	Attempts int
 }
 
 // Name is the output's declared name.
@@ -69,7 +72,7 @@ func (o *Output) begin(op string) error {
 func (o *Output) commitOptions() commit.Options {
 	return commit.Options{
 		Branch:             o.spec.Branch,
-		SnapshotProperties: iceberg.Properties{"floe.operation": "transform", "floe.transform.name": o.b.t.Name},
+		SnapshotProperties: o.summary(map[string]string{"floe.operation": "transform"}),
 		SetProperties:      o.b.next.Properties(),
 		Expect:             o.expect,
 		CommitEmpty:        true,
@@ -94,37 +97,81 @@ func (o *Output) write(op string, rows array.RecordReader, replace bool) error {
 		return err
 	}
 	ctx := o.b.ctx
-	tbl, err := o.ensure(ctx, rows.Schema(), o.spec.Identifier)
-	if err != nil {
-		return err
-	}
-	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		return err
-	}
-	conformed, err := conform(ctx, o.spec.Table, rows, target)
-	if err != nil {
-		return err
-	}
-	files, err := write.WriteRows(ctx, tbl, conformed)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", o.spec.Table, err)
-	}
-	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
-		return write.Prepare(ctx, write.Request{Table: tbl, Branch: o.spec.Branch, RemoveAll: replace, InsertFiles: files, Reuse: reuse})
-	})
-	if err != nil {
-		if fs, ferr := tbl.FS(ctx); ferr == nil {
-			write.Cleanup(fs, paths(files))
+	// The rows are written once, at the first attempt; package commit owns
+	// the files.
+	var files []iceberg.DataFile
+	written := false
+	prepare := func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		if !written {
+			written = true
+			target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+			if err != nil {
+				return nil, err
+			}
+			conformed, err := conform(ctx, o.spec.Table, rows, target)
+			if err != nil {
+				return nil, err
+			}
+			files, err = write.WriteRows(ctx, tbl, conformed)
+			reuse.Own(paths(files)...)
+			if err != nil {
+				return nil, err
+			}
 		}
+		return write.Prepare(ctx, write.Request{Table: tbl, Branch: o.spec.Branch, RemoveAll: replace, InsertFiles: files, Reuse: reuse})
+	}
+	if o.tbl == nil {
+		if done, err := o.createWith(ctx, rows.Schema(), prepare, &written); done || err != nil {
+			return err
+		}
+	}
+	if _, err := o.ensure(ctx, rows.Schema(), o.spec.Identifier); err != nil {
+		return err
+	}
+	res, err := commit.Run(ctx, o.b.r.Catalog, o.ident, o.commitOptions(), prepare)
+	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
-	o.record(res.Committed, res.SnapshotID, res.Result)
+	o.record(res, res.Result)
 	return nil
 }
 
-func (o *Output) record(committed bool, snapshot int64, r *write.Result) {
-	o.result.Committed, o.result.SnapshotID = committed, snapshot
+// createWith creates the missing output with its first rows and the
+// build's watermarks in one catalog commit (commit.Create), so that no
+// reader sees it empty and without watermarks. It reports false, with
+// nothing done, when the catalog cannot create a table in a commit or the
+// output appeared meanwhile; then the output is created first and written
+// in a second commit (a build stopped in between leaves an empty output
+// without watermarks, which the next build rebuilds).
+func (o *Output) createWith(ctx context.Context, schema *arrow.Schema, prepare commit.Prepare, consumed *bool) (bool, error) {
+	sc, spec, props, err := o.tableSpec(schema, o.spec.Identifier)
+	if err != nil {
+		return false, err
+	}
+	if err := o.b.r.Catalog.EnsureNamespace(ctx, o.ident[:len(o.ident)-1]); err != nil {
+		return false, err
+	}
+	res, err := commit.Create(ctx, o.b.r.Catalog, o.ident, sc, spec, props, o.commitOptions(), prepare)
+	switch {
+	case err == nil:
+	case (errors.Is(err, commit.ErrCreateUnsupported) || errors.Is(err, commit.ErrTableExists)) && !*consumed:
+		return false, nil
+	case errors.Is(err, commit.ErrTableExists):
+		// The rows were read for this attempt and cannot be read again.
+		return false, fmt.Errorf("output %s: %w: another build created the output first; nothing was committed (%w)", o.spec.Table, commit.ErrWatermarkMoved, err)
+	default:
+		return false, fmt.Errorf("output %s: %w", o.spec.Table, err)
+	}
+	o.tbl = res.Table
+	o.b.log.Info("created output table with its first rows", "output", o.spec.Table)
+	o.record(res, res.Result)
+	return true, nil
+}
+
+// record notes what a commit did: its outcome and the change r it
+// committed (nil for a commit of properties only).
+func (o *Output) record(out *commit.Outcome, r *write.Result) {
+	o.result.Committed, o.result.SnapshotID, o.result.Attempts = out.Committed, out.SnapshotID, out.Attempts
 	if r != nil {
 		o.result.RowsAdded, o.result.RowsRemoved = r.RowsAdded, r.RowsRemoved
 	}
@@ -145,12 +192,13 @@ func (o *Output) ApplyChangelog(changes array.RecordReader, keys ...string) erro
 	res, err := merge.Apply(ctx, o.b.r.Catalog, o.ident, changes.Schema(), streamOf(changes), keys,
 		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
 		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
-		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
+		merge.WithSnapshotProperties(o.summary(nil)))
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	o.result.Attempts = res.Attempts
 	return nil
 }
 
@@ -185,12 +233,13 @@ func (o *Output) Merge(statement string, source array.RecordReader) error {
 	res, err := merge.Merge(ctx, o.b.r.Catalog, stmt, merge.Source{Name: name, Schema: source.Schema(), Rows: streamOf(source)},
 		merge.WithBranch(o.spec.Branch), merge.WithCommitProperties(o.b.next.Properties()),
 		merge.WithExpectedProperties(o.expect), merge.WithCommitEmpty(),
-		merge.WithSnapshotProperties(map[string]string{"floe.transform.name": o.b.t.Name}))
+		merge.WithSnapshotProperties(o.summary(nil)))
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
 	o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 	o.result.RowsAdded, o.result.RowsRemoved = res.RowsAdded, res.RowsRemoved
+	o.result.Attempts = res.Attempts
 	return nil
 }
 
@@ -220,26 +269,14 @@ func (o *Output) Transaction() (*table.Transaction, error) {
 // output compute did not write.
 func (o *Output) finish(ctx context.Context) error {
 	if o.tx != nil {
-		cur, err := o.b.r.Catalog.Load(ctx, o.ident)
-		if err != nil {
-			return err
-		}
-		for k, v := range o.expect {
-			if cur.Properties()[k] != v {
-				return fmt.Errorf("output %s: %w: property %s changed during the build", o.spec.Table, commit.ErrWatermarkMoved, k)
-			}
-		}
-		if err := o.tx.SetProperties(o.b.next.Properties()); err != nil {
-			return err
-		}
-		tbl, err := o.tx.Commit(ctx)
+		// One attempt (compute's writes cannot be redone here), the
+		// watermark checked on the fresh table, a lost answer resolved.
+		res, err := commit.CommitTx(ctx, o.b.r.Catalog, o.tbl, o.tx, commit.Options{
+			Branch: o.spec.Branch, SetProperties: o.b.next.Properties(), Expect: o.expect})
 		if err != nil {
 			return fmt.Errorf("output %s: commit native transaction: %w", o.spec.Table, err)
 		}
-		o.result.Committed = true
-		if s, _ := write.BranchHead(tbl, o.spec.Branch); s != nil {
-			o.result.SnapshotID = s.SnapshotID
-		}
+		o.result.Committed, o.result.SnapshotID = res.Committed, res.SnapshotID
 		return nil
 	}
 	if o.written {
@@ -257,7 +294,7 @@ func (o *Output) finish(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("output %s: %w", o.spec.Table, err)
 	}
-	o.record(res.Committed, res.SnapshotID, nil)
+	o.record(res, nil)
 	return nil
 }
 
@@ -271,9 +308,28 @@ func (o *Output) ensure(ctx context.Context, schema *arrow.Schema, identifier []
 		o.tbl = tbl
 		return tbl, nil
 	}
+	sc, spec, props, err := o.tableSpec(schema, identifier)
+	if err != nil {
+		return nil, err
+	}
+	if err := cat.EnsureNamespace(ctx, o.ident[:len(o.ident)-1]); err != nil {
+		return nil, err
+	}
+	tbl, err := tableops.Create(ctx, cat, o.ident, sc, spec, props)
+	if err != nil {
+		return nil, err
+	}
+	o.b.log.Info("created output table", "output", o.spec.Table)
+	o.tbl = tbl
+	return tbl, nil
+}
+
+// tableSpec is the schema (with identifier fields), partition spec and
+// properties of a new output for rows of schema.
+func (o *Output) tableSpec(schema *arrow.Schema, identifier []string) (*iceberg.Schema, iceberg.PartitionSpec, iceberg.Properties, error) {
 	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(schema, false)
 	if err != nil {
-		return nil, fmt.Errorf("output %s: schema: %w", o.spec.Table, err)
+		return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("output %s: schema: %w", o.spec.Table, err)
 	}
 	if len(identifier) > 0 {
 		var ids []int
@@ -288,29 +344,20 @@ func (o *Output) ensure(ctx context.Context, schema *arrow.Schema, identifier []
 				}
 			}
 			if !found {
-				return nil, fmt.Errorf("output %s: identifier column %q is not in the written rows", o.spec.Table, n)
+				return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("output %s: identifier column %q is not in the written rows", o.spec.Table, n)
 			}
 		}
 		sc = iceberg.NewSchemaWithIdentifiers(sc.ID, ids, fields...)
 	}
 	spec, err := ddl.ParsePartitionSpec(o.spec.PartitionBy, sc)
 	if err != nil {
-		return nil, fmt.Errorf("output %s: partition: %w", o.spec.Table, err)
-	}
-	if err := cat.EnsureNamespace(ctx, o.ident[:len(o.ident)-1]); err != nil {
-		return nil, err
+		return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("output %s: partition: %w", o.spec.Table, err)
 	}
 	props := iceberg.Properties{}
 	for k, v := range o.spec.Properties {
 		props[k] = v
 	}
-	tbl, err := tableops.Create(ctx, cat, o.ident, sc, spec, props)
-	if err != nil {
-		return nil, err
-	}
-	o.b.log.Info("created output table", "output", o.spec.Table)
-	o.tbl = tbl
-	return tbl, nil
+	return sc, spec, props, nil
 }
 
 // withoutChangeColumns drops changelog metadata columns from a schema.

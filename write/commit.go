@@ -34,9 +34,20 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 	if err != nil {
 		return nil, err
 	}
+	// Pin the branch head the change was computed on: if another writer
+	// commits first, the commit fails as a conflict (and the caller
+	// recomputes) instead of iceberg-go replaying it on the new head when
+	// the table sets commit.retry.num-retries.
+	if err := tx.AssertRefSnapshotID(branch); err != nil {
+		return nil, err
+	}
 	name := scan.FormatIdent(r.Table.Identifier())
 	switch {
 	case r.Empty():
+	case r.Stager != nil:
+		if err := r.Stager(ctx, tx, snapshotProps); err != nil {
+			return nil, fmt.Errorf("stage commit on %s: %w", name, err)
+		}
 	case len(r.RemoveData) > 0:
 		add, err := assignFirstRowIDs(r.Table.Metadata(), r.AddData)
 		if err != nil {
@@ -79,4 +90,65 @@ func (r *Result) Commit(ctx context.Context, snapshotProps, props iceberg.Proper
 		return nil, fmt.Errorf("commit to %s: %w", scan.FormatIdent(r.Table.Identifier()), err)
 	}
 	return tbl, nil
+}
+
+// StagedFiles lists the manifest list and manifests that staging tx wrote
+// for a new snapshot on branch ("" = main): the snapshot producer writes
+// them before the commit, and nothing else references them until the
+// commit lands. base is the table tx was created on. It returns nothing
+// when the branch head of tx is not a new snapshot (a commit without
+// snapshot, or a rollback to a snapshot base already holds: its files are
+// referenced).
+func StagedFiles(tx *table.Transaction, base *table.Table, branch string) (manifestList string, manifests func() ([]string, error)) {
+	snap := stagedSnapshot(tx, base, branch)
+	if snap == nil || snap.ManifestList == "" {
+		return "", nil
+	}
+	st, err := tx.StagedTable()
+	if err != nil {
+		return "", nil
+	}
+	return snap.ManifestList, func() ([]string, error) {
+		fs, err := st.FS(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		mfs, err := snap.Manifests(fs)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, m := range mfs {
+			if m.SnapshotID() == snap.SnapshotID {
+				out = append(out, m.FilePath())
+			}
+		}
+		return out, nil
+	}
+}
+
+// StagedSnapshotID returns the id of the new snapshot tx makes on branch
+// (see StagedFiles), or 0.
+func StagedSnapshotID(tx *table.Transaction, base *table.Table, branch string) int64 {
+	if s := stagedSnapshot(tx, base, branch); s != nil {
+		return s.SnapshotID
+	}
+	return 0
+}
+
+// stagedSnapshot is the branch head of tx when base does not hold it.
+func stagedSnapshot(tx *table.Transaction, base *table.Table, branch string) *table.Snapshot {
+	if branch == "" {
+		branch = table.MainBranch
+	}
+	st, err := tx.StagedTable()
+	if err != nil {
+		return nil
+	}
+	head := st.Metadata().SnapshotByName(branch)
+	if head == nil || base == nil || base.Metadata().SnapshotByID(head.SnapshotID) != nil {
+		return nil
+	}
+	s := *head
+	return &s
 }

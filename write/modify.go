@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -81,6 +82,10 @@ type Result struct {
 	RowsRemoved  int64
 	RowsAdded    int64
 	FilesScanned int
+	// Stager, when set, stages the change on the transaction instead of
+	// the replace or row delta Stage uses (compaction's rewrite). The
+	// files above still say what the change adds and removes.
+	Stager func(ctx context.Context, tx *table.Transaction, snapshotProps iceberg.Properties) error
 	// written lists the files this attempt created (not reused ones).
 	written []string
 }
@@ -127,15 +132,36 @@ func BranchHead(tbl *table.Table, branch string) (*table.Snapshot, error) {
 	return branchHead(tbl, branch)
 }
 
-// Reuse carries per-file work between attempts of one change. It is safe
-// for concurrent use.
+// Reuse carries per-file work between attempts of one change, and is the
+// register of every file written for the change: per-file work, and files
+// registered with Own (inserts written once, deletion vectors). The owner
+// of the change (package commit) decides from it which files to remove
+// once it knows whether the change was committed. It is safe for
+// concurrent use.
 type Reuse struct {
 	mu    sync.Mutex
 	files map[string]*fileWork
+	owned map[string]bool
 }
 
 // NewReuse returns an empty cache.
-func NewReuse() *Reuse { return &Reuse{files: map[string]*fileWork{}} }
+func NewReuse() *Reuse { return &Reuse{files: map[string]*fileWork{}, owned: map[string]bool{}} }
+
+// Own registers files written for the change, so that the change's owner
+// removes them when no committed snapshot can reference them.
+func (r *Reuse) Own(paths ...string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range paths {
+		r.owned[p] = true
+	}
+}
+
+// All lists every file registered: per-file work and owned files.
+func (r *Reuse) All() []string { return r.Abandoned(nil) }
 
 func (r *Reuse) get(key string) *fileWork {
 	if r == nil {
@@ -170,12 +196,20 @@ func (r *Reuse) Abandoned(res *Result) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !used[p] && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
 	for _, fw := range r.files {
 		for _, p := range fw.paths() {
-			if !used[p] {
-				out = append(out, p)
-			}
+			add(p)
 		}
+	}
+	for p := range r.owned {
+		add(p)
 	}
 	return out
 }
@@ -205,8 +239,10 @@ func workKey(t scan.Task) string {
 	return t.File.FilePath() + "|" + t.Deletes.Key()
 }
 
-// Prepare computes a change and writes its files, without committing. On
-// error, the files this attempt wrote are removed (reused ones are kept).
+// Prepare computes a change and writes its files, without committing.
+// With req.Reuse set, every file it writes is registered there (Own) and
+// left to the change's owner; without, the files this attempt wrote are
+// removed on error.
 func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 	tbl := req.Table
 	if tbl.Metadata().Version() < 2 && req.Mode == MergeOnRead {
@@ -226,8 +262,11 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		return nil, fmt.Errorf("table %s: its file system is read-only", scan.FormatIdent(tbl.Identifier()))
 	}
 	defer func() {
+		req.Reuse.Own(res.written...)
 		if err != nil {
-			Cleanup(wfs, res.written)
+			if req.Reuse == nil {
+				Cleanup(wfs, res.written)
+			}
 			res = nil
 		}
 	}()
@@ -436,11 +475,13 @@ func (res *Result) assemble(ctx context.Context, wfs iceio.WriteFileIO, tasks []
 			return err
 		}
 		loc := lp.NewDataLocation(fmt.Sprintf("dv-%s.puffin", newID()))
+		// Registered before it is written: a failed write may leave part
+		// of it.
+		res.written = append(res.written, loc)
 		files, err := dvw.Flush(ctx, loc)
 		if err != nil {
 			return fmt.Errorf("write deletion vectors %s: %w", loc, err)
 		}
-		res.written = append(res.written, loc)
 		res.AddDeletes = append(res.AddDeletes, files...)
 	}
 	return nil
@@ -582,15 +623,53 @@ func WriteRows(ctx context.Context, tbl *table.Table, rows iter.Seq2[arrow.Recor
 	return files, nil
 }
 
+// ErrIncompleteWrite is returned when the data files written do not hold
+// every row given: iceberg-go v0.7's partitioned writer can stop reading
+// its input after a failed file create and end without reporting the
+// error, which for a copy-on-write rewrite would drop the rows it did not
+// write.
+var ErrIncompleteWrite = errors.New("incomplete write")
+
+// WriteData writes rows of schema as data files of the table's current
+// spec, without committing them, checking that the files hold every row
+// given (see writeData). The files written are returned even on error.
+func WriteData(ctx context.Context, tbl *table.Table, schema *arrow.Schema, rows iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
+	return writeData(ctx, tbl, schema, rows)
+}
+
 // writeData writes rows as data files of the table's current spec. The
-// files written so far are returned even on error, for cleanup.
+// files written so far are returned even on error, for cleanup. It checks
+// that the input was read to its end and that the files hold as many rows
+// as it gave (ErrIncompleteWrite otherwise).
 func writeData(ctx context.Context, tbl *table.Table, schema *arrow.Schema, stream iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
+	var given atomic.Int64
+	var ended atomic.Bool
+	counted := func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range stream {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			given.Add(rec.NumRows())
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		ended.Store(true)
+	}
+	name := scan.FormatIdent(tbl.Identifier())
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, schema, stream) {
+	var written int64
+	for df, err := range table.WriteRecords(ctx, tbl, schema, counted) {
 		if err != nil {
-			return files, fmt.Errorf("write data files of %s: %w", scan.FormatIdent(tbl.Identifier()), err)
+			return files, fmt.Errorf("write data files of %s: %w", name, err)
 		}
 		files = append(files, df)
+		written += df.Count()
+	}
+	if !ended.Load() || given.Load() != written {
+		return files, fmt.Errorf("write data files of %s: %w: %d rows given, %d written (the writer stopped without an error); nothing was committed",
+			name, ErrIncompleteWrite, given.Load(), written)
 	}
 	return files, nil
 }

@@ -48,6 +48,7 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fs iceio.WriteF
 	pw, err := pqarrow.NewFileWriter(posDeleteSchema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		w.Close()
+		_ = fs.Remove(path)
 		return nil, err
 	}
 	// Written in batches: the file_path column repeats the data file's path
@@ -78,10 +79,13 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fs iceio.WriteF
 		pw.Close()
 	}
 	if err != nil {
+		// Nothing references the file yet: a partial one goes.
+		_ = fs.Remove(path)
 		return nil, fmt.Errorf("write position delete file %s: %w", path, err)
 	}
 	size, err := fileSize(fs, path)
 	if err != nil {
+		_ = fs.Remove(path)
 		return nil, err
 	}
 	spec := tbl.Metadata().PartitionSpecByID(int(df.SpecID()))

@@ -35,6 +35,8 @@ var (
 	epochMs     = regexp.MustCompile(`\b1\d{12}\b`)
 	fileSize    = regexp.MustCompile(`(files-size"*:"*)\d+`)
 	isoTime     = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	lagJSON     = regexp.MustCompile(`"(own_)?lag_s":\d+`)
+	lagCSV      = regexp.MustCompile(`(?m)^\d+,\d+,`)
 	uuidRe      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
 
@@ -45,7 +47,8 @@ var (
 //	                   and prints the exit status, stdout and stderr;
 //	                   snapshot ids print as <ID>, temporary paths as <TMP>,
 //	                   log lines without their time=; with the notime
-//	                   argument, ISO-8601 UTC times print as <TIME>
+//	                   argument, ISO-8601 UTC times print as <TIME>; with
+//	                   nolag, status's lag_s figures (jsonl, csv) as <LAG>
 //	start NAME         starts floe with the input's ARGS in the background
 //	wait NAME          waits until its stderr contains the input (times out
 //	                   after a minute)
@@ -112,6 +115,10 @@ func TestScripts(t *testing.T) {
 				}
 				if d.HasArg("mask-times") || d.HasArg("notime") {
 					out = isoTime.ReplaceAllString(out, "<TIME>")
+				}
+				if d.HasArg("nolag") {
+					out = lagJSON.ReplaceAllString(out, `"${1}lag_s":<LAG>`)
+					out = lagCSV.ReplaceAllString(out, "<LAG>,<LAG>,")
 				}
 				if d.HasArg("mask-sizes") {
 					// Delete files hold data file paths, which differ in

@@ -10,8 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/zeebo/xxh3"
 
+	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/rows"
@@ -187,9 +190,45 @@ func (s *syncer) checkSchema(ctx context.Context, v int64, ds *delta.StructType)
 	if err != nil {
 		return fmt.Errorf("schema of Delta table %s version %d: %w", s.src.Location(), v, err)
 	}
+	adds, err := s.schemaAdds(want, tbl, v)
+	if err != nil || len(adds) == 0 {
+		return err
+	}
+	var names []string
+	// Through package commit: retried on conflicts (the columns computed
+	// again on the new table state), a lost answer resolved.
+	_, err = commit.RunTx(ctx, s.cat, s.ident, commit.Options{}, func(_ context.Context, tbl *table.Table, tx *table.Transaction) error {
+		adds, err := s.schemaAdds(want, tbl, v)
+		if err != nil {
+			return err
+		}
+		if len(adds) == 0 {
+			return commit.ErrNoChange
+		}
+		us := tx.UpdateSchema(true, false)
+		names = make([]string, len(adds))
+		for i, d := range adds {
+			us.AddColumn([]string{d.field.Name}, d.field.Type, d.field.Doc, false, nil)
+			names[i] = d.field.Name
+		}
+		return us.Commit()
+	})
+	if err != nil {
+		return fmt.Errorf("add columns %s to Iceberg table %s: %w", strings.Join(names, ", "), s.name, err)
+	}
+	s.res.AddedColumns = append(s.res.AddedColumns, names...)
+	s.res.Committed = true
+	s.log().Info("delta sync: added columns", "table", s.name, "source", s.src.Location(), "version", v, "columns", strings.Join(names, ", "))
+	return s.opts.step(stepEvolved)
+}
+
+// schemaAdds returns the columns to add to tbl for the Delta schema want
+// of version v; any difference that adding nullable columns (when
+// EvolveSchema allows it) cannot fix is an error listing them.
+func (s *syncer) schemaAdds(want *iceberg.Schema, tbl *table.Table, v int64) ([]ColumnDiff, error) {
 	diffs := CompareSchemas(want, tbl.Schema(), s.keys)
 	if len(diffs) == 0 {
-		return nil
+		return nil, nil
 	}
 	var adds []ColumnDiff
 	addable := true
@@ -209,24 +248,8 @@ func (s *syncer) checkSchema(ctx context.Context, v int64, ds *delta.StructType)
 			}
 			hint = "EvolveSchema (--evolve-schema) adds the new nullable columns " + strings.Join(names, ", ") + "; other differences need the Iceberg table updated by hand"
 		}
-		return fmt.Errorf("%w: Delta table %s version %d and Iceberg table %s differ: %s; nothing was committed (%s)",
+		return nil, fmt.Errorf("%w: Delta table %s version %d and Iceberg table %s differ: %s; nothing was committed (%s)",
 			ErrSchemaMismatch, s.src.Location(), v, s.name, formatDiffs(diffs), hint)
 	}
-	tx := tbl.NewTransaction()
-	us := tx.UpdateSchema(true, false)
-	names := make([]string, len(adds))
-	for i, d := range adds {
-		us.AddColumn([]string{d.field.Name}, d.field.Type, d.field.Doc, false, nil)
-		names[i] = d.field.Name
-	}
-	if err := us.Commit(); err != nil {
-		return fmt.Errorf("add columns %s to Iceberg table %s: %w", strings.Join(names, ", "), s.name, err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("add columns %s to Iceberg table %s: %w", strings.Join(names, ", "), s.name, err)
-	}
-	s.res.AddedColumns = append(s.res.AddedColumns, names...)
-	s.res.Committed = true
-	s.log().Info("delta sync: added columns", "table", s.name, "source", s.src.Location(), "version", v, "columns", strings.Join(names, ", "))
-	return s.opts.step(stepEvolved)
+	return adds, nil
 }

@@ -168,8 +168,7 @@ func syncFixture(t *testing.T, src *delta.Table, cfg fixtureSync, mode write.Mod
 		if w := watermark(t, cat, ident); w != "" {
 			t.Fatalf("failed first run left watermark %q", w)
 		}
-		tbl, _ := cat.Load(ctx, ident)
-		if tbl.CurrentSnapshot() != nil {
+		if tbl, _ := cat.Load(ctx, ident); tbl != nil && tbl.CurrentSnapshot() != nil {
 			t.Fatalf("failed first run committed snapshot %d", tbl.CurrentSnapshot().SnapshotID)
 		}
 		return

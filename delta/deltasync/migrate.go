@@ -2,7 +2,6 @@ package deltasync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -27,27 +26,78 @@ func (s *syncer) migrate(ctx context.Context, snap *delta.Snapshot) error {
 	if err := s.checkSchema(ctx, v, snap.Schema()); err != nil {
 		return err
 	}
-	tbl, err := s.cat.Load(ctx, s.ident) // after a schema change
+	m := s.migration(snap)
+	out, err := commit.Run(ctx, s.cat, s.ident, m.opts, m.prepare)
 	if err != nil {
-		return err
+		return fmt.Errorf("migrate %s into %s: %w", m.where, s.name, err)
 	}
+	s.migrated(out, m)
+	return s.opts.step(stepMigrated)
+}
+
+// migration is the commit of a snapshot's rows with its watermark.
+type migration struct {
+	v       int64
+	where   string
+	rows    int64
+	files   []iceberg.DataFile
+	opts    commit.Options
+	prepare commit.Prepare
+}
+
+// migration returns the commit of snap's rows. Its prepare writes the
+// rows at the first attempt (package commit owns the files) and reuses
+// them at later ones.
+func (s *syncer) migration(snap *delta.Snapshot) *migration {
+	v := snap.Version()
+	m := &migration{v: v, where: fmt.Sprintf("Delta table %s version %d", s.src.Location(), v)}
+	m.opts = commit.Options{
+		SnapshotProperties: iceberg.Properties{"floe.operation": "delta-sync", PropSourceVersion: strconv.FormatInt(v, 10)},
+		SetProperties:      s.stateProps(v),
+		Expect:             map[string]string{PropSourceVersion: ""},
+		CommitEmpty:        true,
+	}
+	written := false
+	m.prepare = func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		if err := s.checkEmpty(ctx, tbl); err != nil {
+			return nil, err
+		}
+		if !written {
+			written = true
+			files, n, err := s.writeSnapshot(ctx, tbl, snap, m.where)
+			reuse.Own(filePaths(files)...)
+			if err != nil {
+				return nil, err
+			}
+			m.files, m.rows = files, n
+		}
+		if err := s.opts.step(stepMigrateCommit); err != nil {
+			return nil, err
+		}
+		return write.Prepare(ctx, write.Request{Table: tbl, InsertFiles: m.files, Mode: write.CopyOnWrite, Reuse: reuse})
+	}
+	return m
+}
+
+// writeSnapshot writes the rows of snap as data files of tbl.
+func (s *syncer) writeSnapshot(ctx context.Context, tbl *table.Table, snap *delta.Snapshot, where string) ([]iceberg.DataFile, int64, error) {
 	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	schema, seq, err := snap.Scan(ctx, delta.ScanOptions{})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	where := fmt.Sprintf("Delta table %s version %d", s.src.Location(), v)
 	checked, err := s.checkSnapshotRows(schema, seq, where)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	r, err := rowfile.FromRecords(ctx, where, schema, checked, rowfile.ReadOptions{Target: target})
 	if err != nil {
-		return fmt.Errorf("migrate %s into %s: %w", where, s.name, err)
+		return nil, 0, err
 	}
+	defer r.Close()
 	var n int64
 	files, err := write.WriteRows(ctx, tbl, func(yield func(arrow.RecordBatch, error) bool) {
 		for rec, err := range r.All() {
@@ -59,42 +109,14 @@ func (s *syncer) migrate(ctx context.Context, snap *delta.Snapshot) error {
 			}
 		}
 	})
-	r.Close()
-	if err != nil {
-		return fmt.Errorf("migrate %s into %s: %w", where, s.name, err)
-	}
-	prepared := false
-	out, err := commit.Run(ctx, s.cat, s.ident, commit.Options{
-		SnapshotProperties: iceberg.Properties{"floe.operation": "delta-sync", PropSourceVersion: strconv.FormatInt(v, 10)},
-		SetProperties:      s.stateProps(v),
-		Expect:             map[string]string{PropSourceVersion: ""},
-		CommitEmpty:        true,
-	}, func(ctx context.Context, tbl *table.Table, _ *write.Reuse) (*write.Result, error) {
-		prepared = false
-		if err := s.checkEmpty(ctx, tbl); err != nil {
-			return nil, err
-		}
-		if err := s.opts.step(stepMigrateCommit); err != nil {
-			return nil, err
-		}
-		res, err := write.Prepare(ctx, write.Request{Table: tbl, InsertFiles: files, Mode: write.CopyOnWrite})
-		prepared = err == nil
-		return res, err
-	})
-	if err != nil {
-		// NB: after a commit attempt that failed for another reason than a
-		// conflict, the commit may have happened; its files must stay.
-		if !prepared || errors.Is(err, commit.ErrTooManyConflicts) {
-			if fs, ferr := tbl.FS(ctx); ferr == nil {
-				write.Cleanup(fs, filePaths(files))
-			}
-		}
-		return fmt.Errorf("migrate %s into %s: %w", where, s.name, err)
-	}
-	s.res.Migrated, s.res.MigratedVersion, s.res.MigratedRows, s.res.Watermark = true, v, n, v
+	return files, n, err
+}
+
+// migrated records a committed migration.
+func (s *syncer) migrated(out *commit.Outcome, m *migration) {
+	s.res.Migrated, s.res.MigratedVersion, s.res.MigratedRows, s.res.Watermark = true, m.v, m.rows, m.v
 	s.res.Committed = s.res.Committed || out.Committed
-	s.log().Info("delta sync: migrated snapshot", "table", s.name, "source", s.src.Location(), "version", v, "rows", n, "files", len(files))
-	return s.opts.step(stepMigrated)
+	s.log().Info("delta sync: migrated snapshot", "table", s.name, "source", s.src.Location(), "version", m.v, "rows", m.rows, "files", len(m.files))
 }
 
 // checkEmpty refuses to migrate into a table that holds rows.

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/ddl"
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/merge"
@@ -96,7 +97,7 @@ type Options struct {
 
 // Steps at which the test hook is called.
 const (
-	stepCreated       = "created"        // the Iceberg table exists, nothing migrated
+	stepCreated       = "created"        // the Iceberg table exists (with the migrated snapshot where one commit creates and migrates)
 	stepMigrateCommit = "migrate-commit" // migration files written, not committed
 	stepMigrated      = "migrated"       // migration committed
 	stepEvolved       = "evolved"        // schema change committed, rows of the batch not
@@ -159,8 +160,13 @@ type Batch struct {
 // the table are created when missing (schema mapped by IcebergSchema, the
 // equality columns as identifier fields, Options.PartitionBy and
 // Options.Mode), then the Delta snapshot at the start version is copied into
-// it in one commit that also sets the watermark to that version. An existing
-// table that holds rows but no watermark is refused (ErrTargetNotEmpty).
+// it in one commit that also sets the watermark to that version. On the
+// embedded and SQL catalogs the table is created by that same commit
+// (commit.Create), so no reader ever sees it empty; on other catalogs it is
+// created first, with PropSourceLocation, and a run stopped before the
+// migration leaves it empty without a watermark, which the next run fills.
+// An existing table that holds rows but no watermark is refused
+// (ErrTargetNotEmpty).
 //
 // Every run then applies the Change Data Feed after the watermark up to the
 // end bound (the latest version by default): insert → INSERT,
@@ -388,6 +394,9 @@ func (s *syncer) firstRun(ctx context.Context, tbl *table.Table, latest int64) (
 		return 0, err
 	}
 	if tbl == nil {
+		if done, err := s.createMigrated(ctx, snap); err != nil || done {
+			return start, err
+		}
 		if err := s.create(ctx, snap); err != nil {
 			return 0, err
 		}
@@ -401,33 +410,45 @@ func (s *syncer) firstRun(ctx context.Context, tbl *table.Table, latest int64) (
 	return start, nil
 }
 
+// createMigrated creates the table with the snapshot's rows and the
+// watermark in one catalog commit, so that no reader ever sees the table
+// empty and without a watermark. It reports false, with nothing done, when
+// the catalog cannot create a table in a commit (then the table is
+// created first and migrated in a second commit: a run stopped in between
+// leaves an empty table, created with PropSourceLocation, that the next
+// run fills) or when another run created the table first.
+func (s *syncer) createMigrated(ctx context.Context, snap *delta.Snapshot) (bool, error) {
+	sc, spec, props, err := s.tableSpec(snap)
+	if err != nil {
+		return false, err
+	}
+	if err := s.cat.EnsureNamespace(ctx, s.ident[:len(s.ident)-1]); err != nil {
+		return false, err
+	}
+	m := s.migration(snap)
+	out, err := commit.Create(ctx, s.cat, s.ident, sc, spec, props, m.opts, m.prepare)
+	switch {
+	case errors.Is(err, commit.ErrCreateUnsupported), errors.Is(err, commit.ErrTableExists):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("migrate %s into %s: %w", m.where, s.name, err)
+	}
+	s.res.Created = true
+	s.log().Info("delta sync: created table with the migrated snapshot", "table", s.name, "source", s.src.Location(),
+		"columns", len(sc.Fields()), "partition_by", s.opts.PartitionBy, "mode", s.opts.Mode.String())
+	s.migrated(out, m)
+	if err := s.opts.step(stepCreated); err != nil {
+		return true, err
+	}
+	return true, s.opts.step(stepMigrated)
+}
+
 // create creates the namespace and the table for the snapshot's schema.
 func (s *syncer) create(ctx context.Context, snap *delta.Snapshot) error {
-	sc, err := IcebergSchema(snap.Schema(), s.keys)
+	sc, spec, props, err := s.tableSpec(snap)
 	if err != nil {
-		return fmt.Errorf("create Iceberg table %s for Delta table %s version %d: %w", s.name, s.src.Location(), snap.Version(), err)
+		return err
 	}
-	spec, err := ddl.ParsePartitionSpec(s.opts.PartitionBy, sc)
-	if err != nil {
-		return fmt.Errorf("%w: partition spec of %s: %w", ErrInvalidOptions, s.name, err)
-	}
-	props := iceberg.Properties{}
-	for k, v := range s.opts.Properties {
-		props[k] = v
-	}
-	mode := s.opts.Mode.String()
-	props[write.PropDeleteMode], props[write.PropUpdateMode], props[write.PropMergeMode] = mode, mode, mode
-	switch s.opts.FormatVersion {
-	case 0:
-	case 2, 3:
-		props["format-version"] = strconv.Itoa(s.opts.FormatVersion)
-	default:
-		return fmt.Errorf("%w: format version %d: want 2 or 3", ErrInvalidOptions, s.opts.FormatVersion)
-	}
-	// NB: the source location is set at creation so that a table created
-	// for one Delta table and left empty by a crash is not later filled
-	// from another.
-	props[PropSourceLocation] = s.src.Location()
 	if err := s.cat.EnsureNamespace(ctx, s.ident[:len(s.ident)-1]); err != nil {
 		return err
 	}
@@ -441,8 +462,39 @@ func (s *syncer) create(ctx context.Context, snap *delta.Snapshot) error {
 		return err
 	}
 	s.res.Created = true
-	s.log().Info("delta sync: created table", "table", s.name, "source", s.src.Location(), "columns", len(sc.Fields()), "partition_by", s.opts.PartitionBy, "mode", mode)
+	s.log().Info("delta sync: created table", "table", s.name, "source", s.src.Location(), "columns", len(sc.Fields()), "partition_by", s.opts.PartitionBy, "mode", s.opts.Mode.String())
 	return nil
+}
+
+// tableSpec is the schema, partition spec and properties of the table
+// for the snapshot.
+func (s *syncer) tableSpec(snap *delta.Snapshot) (*iceberg.Schema, iceberg.PartitionSpec, iceberg.Properties, error) {
+	sc, err := IcebergSchema(snap.Schema(), s.keys)
+	if err != nil {
+		return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("create Iceberg table %s for Delta table %s version %d: %w", s.name, s.src.Location(), snap.Version(), err)
+	}
+	spec, err := ddl.ParsePartitionSpec(s.opts.PartitionBy, sc)
+	if err != nil {
+		return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("%w: partition spec of %s: %w", ErrInvalidOptions, s.name, err)
+	}
+	props := iceberg.Properties{}
+	for k, v := range s.opts.Properties {
+		props[k] = v
+	}
+	mode := s.opts.Mode.String()
+	props[write.PropDeleteMode], props[write.PropUpdateMode], props[write.PropMergeMode] = mode, mode, mode
+	switch s.opts.FormatVersion {
+	case 0:
+	case 2, 3:
+		props["format-version"] = strconv.Itoa(s.opts.FormatVersion)
+	default:
+		return nil, iceberg.PartitionSpec{}, nil, fmt.Errorf("%w: format version %d: want 2 or 3", ErrInvalidOptions, s.opts.FormatVersion)
+	}
+	// NB: the source location is set at creation so that a table created
+	// for one Delta table and left empty by a crash is not later filled
+	// from another.
+	props[PropSourceLocation] = s.src.Location()
+	return sc, spec, props, nil
 }
 
 // stateProps are the properties committed with version v applied.

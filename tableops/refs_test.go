@@ -1,4 +1,4 @@
-package cli
+package tableops
 
 import (
 	"encoding/json"
