@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,30 @@ var layouts = []struct {
 	{"snapshots: 50 (10,000 files, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 50, Manifests: 50}},
 	{"snapshots: 500 (10,000 files, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 500, Manifests: 50}},
 	{"snapshots: 5,000 (10,000 files, 50 manifests)", bench.MetaLayout{Partitions: 1000, FilesPerPartition: 10, RowsPerFile: 10, Snapshots: 5000, Manifests: 50}},
+}
+
+// pipelined are the tables that also get a pipeline job: a sync transform
+// keeping a merge-on-read copy (destination <table>_copy), whose
+// incremental build after the apply is timed as `floe run --once`.
+var pipelined = []string{"base:", "10M rows", "goal:"}
+
+func isPipelined(label string) bool {
+	return slices.ContainsFunc(pipelined, func(p string) bool { return strings.HasPrefix(label, p) })
+}
+
+// pipelineFile writes the pipeline of table name into the warehouse.
+func pipelineFile(warehouse, name string) (string, error) {
+	path := filepath.Join(warehouse, name+".pipeline.yaml")
+	y := fmt.Sprintf(`transforms:
+  - name: copy
+    type: sync
+    source: %[1]s.%[2]s
+    destination: %[1]s.%[2]s_copy
+    key: [part, id]
+    partition_by: part
+    properties: {write.delete.mode: merge-on-read, write.update.mode: merge-on-read, write.merge.mode: merge-on-read}
+`, bench.Namespace, name)
+	return path, os.WriteFile(path, []byte(y), 0o644)
 }
 
 // props make the generated tables merge-on-read, the mode whose commits
@@ -124,6 +149,26 @@ func build(ctx context.Context, warehouse string) error {
 		}
 		logf("built %s in %.1f s", name, time.Since(t0).Seconds())
 	}
+	for _, x := range layouts {
+		name := x.l.Name()
+		if !isPipelined(x.label) {
+			continue
+		}
+		if _, err := env.Load(name + "_copy"); err == nil {
+			logf("%s_copy exists", name)
+			continue
+		}
+		p, err := pipelineFile(warehouse, name)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		var stderr bytes.Buffer
+		if code := cli.Run(ctx, []string{"--warehouse", warehouse, "--quiet", "run", p, "--once"}, strings.NewReader(""), io.Discard, &stderr); code != 0 {
+			return fmt.Errorf("first build of %s_copy: %s", name, stderr.String())
+		}
+		logf("built %s_copy (a full build of the pipeline) in %.1f s", name, time.Since(t0).Seconds())
+	}
 	return nil
 }
 
@@ -150,6 +195,8 @@ func run(ctx context.Context, warehouse, floeBin string, rounds int, only, cpuPr
 		meta    string
 		changes string
 		want    []row
+		// pipeline: the copy's generated metadata location and the file
+		pipeline, copyMeta string
 	}
 	var jobs []*job
 	for _, x := range layouts {
@@ -168,10 +215,25 @@ func run(ctx context.Context, warehouse, floeBin string, rounds int, only, cpuPr
 		}
 		j.want = want
 		jobs = append(jobs, j)
+		if isPipelined(x.label) && floeBin != "" {
+			p := &job{label: "pipeline build, " + x.label, l: x.l, meta: j.meta, changes: j.changes, want: want}
+			if p.pipeline, err = pipelineFile(warehouse, x.l.Name()); err != nil {
+				return err
+			}
+			if err := db.QueryRowContext(ctx, `SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND table_name = ?`,
+				bench.Namespace, x.l.Name()+"_copy").Scan(&p.copyMeta); err != nil {
+				return fmt.Errorf("table %s_copy (build it first): %w", x.l.Name(), err)
+			}
+			jobs = append(jobs, p)
+		}
 	}
 	reset := func(j *job) error {
 		_, err := db.ExecContext(ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = NULL WHERE table_namespace = ? AND table_name = ?`,
 			j.meta, bench.Namespace, j.l.Name())
+		if err == nil && j.pipeline != "" {
+			_, err = db.ExecContext(ctx, `UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = NULL WHERE table_namespace = ? AND table_name = ?`,
+				j.copyMeta, bench.Namespace, j.l.Name()+"_copy")
+		}
 		return err
 	}
 	timed := timedProcess
@@ -205,12 +267,23 @@ func run(ctx context.Context, warehouse, floeBin string, rounds int, only, cpuPr
 			if err := reset(j); err != nil {
 				return err
 			}
-			s, err := timed(floeBin, "--warehouse", warehouse, "--format", "json", "apply", bench.Namespace+"."+j.l.Name(),
-				"--changes", j.changes, "--key", "part,id")
+			apply := []string{"--warehouse", warehouse, "--format", "json", "apply", bench.Namespace + "." + j.l.Name(),
+				"--changes", j.changes, "--key", "part,id"}
+			check := func() error { return checkTable(ctx, warehouse, j.l.Name(), j.l, j.want, true) }
+			if j.pipeline != "" {
+				// The source gets the changes (not timed); the build
+				// carries them to the copy.
+				if _, err := timed(floeBin, apply...); err != nil {
+					return fmt.Errorf("%s: %w", j.label, err)
+				}
+				apply = []string{"--warehouse", warehouse, "--quiet", "run", j.pipeline, "--once"}
+				check = func() error { return checkTable(ctx, warehouse, j.l.Name()+"_copy", j.l, j.want, false) }
+			}
+			s, err := timed(floeBin, apply...)
 			if err != nil {
 				return fmt.Errorf("%s: %w", j.label, err)
 			}
-			if err := check(ctx, warehouse, j.l, j.want); err != nil {
+			if err := check(); err != nil {
 				return fmt.Errorf("%s: round %d: %w", j.label, r, err)
 			}
 			samples[j.label] = append(samples[j.label], s)
@@ -238,7 +311,11 @@ func run(ctx context.Context, warehouse, floeBin string, rounds int, only, cpuPr
 				rc = append(rc, float64(s[i].cpu)/float64(base[i].cpu))
 			}
 		}
-		fmt.Printf("| apply, %s | %d | %.1f ms (%.1f-%.1f) | %.1f ms | %d MiB | %.2f | %.2f |\n", j.label, len(s), ms(m.wall), ms(m.minWall), ms(m.maxWall), ms(m.cpu), m.rssKB>>10, median(rw), median(rc))
+		what := "apply, " + j.label
+		if j.pipeline != "" {
+			what = j.label
+		}
+		fmt.Printf("| %s | %d | %.1f ms (%.1f-%.1f) | %.1f ms | %d MiB | %.2f | %.2f |\n", what, len(s), ms(m.wall), ms(m.minWall), ms(m.maxWall), ms(m.cpu), m.rssKB>>10, median(rw), median(rc))
 	}
 	return nil
 }
@@ -331,7 +408,7 @@ func timedProcess(bin string, args ...string) (sample, error) {
 
 // checkOutput checks what floe apply printed.
 func checkOutput(args []string, stdout []byte) error {
-	if len(args) == 0 || args[0] == "version" {
+	if !slices.Contains(args, "apply") {
 		return nil
 	}
 	var out struct {
@@ -451,15 +528,16 @@ func rowsOf(rec arrow.RecordBatch) []row {
 	return out
 }
 
-// check reads the changed partition through floe and compares it with
-// want, and the table's row count with the generated one.
-func check(ctx context.Context, warehouse string, l bench.MetaLayout, want []row) error {
+// checkTable reads the changed partition of table name through floe and
+// compares it with want, and (for the generated table itself, counts)
+// the table's row count with the generated one.
+func checkTable(ctx context.Context, warehouse, name string, l bench.MetaLayout, want []row, counts bool) error {
 	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: warehouse})
 	if err != nil {
 		return err
 	}
 	defer cat.Close()
-	tbl, err := cat.Load(ctx, bench.Ident(l.Name()))
+	tbl, err := cat.Load(ctx, bench.Ident(name))
 	if err != nil {
 		return err
 	}
@@ -483,7 +561,10 @@ func check(ctx context.Context, warehouse string, l bench.MetaLayout, want []row
 	}
 	slices.SortFunc(got, func(a, b row) int { return cmp.Compare(a.id, b.id) })
 	if !slices.Equal(got, want) {
-		return fmt.Errorf("partition %d holds %d rows, want %d (or different values)", part, len(got), len(want))
+		return fmt.Errorf("%s: partition %d holds %d rows, want %d (or different values)", name, part, len(got), len(want))
+	}
+	if !counts {
+		return nil
 	}
 	snap := tbl.CurrentSnapshot()
 	// Merge-on-read: the 4 updated rows and the 3 inserted ones are new
