@@ -99,7 +99,7 @@ var props = iceberg.Properties{
 func main() {
 	warehouse := flag.String("warehouse", "", "warehouse folder of the embedded catalog (required)")
 	phase := flag.String("phase", "", "build or run")
-	floeBin := flag.String("floe", "", "floe binary (run)")
+	floeBin := flag.String("floe", "", "floe binary (run); several, comma-separated, run back to back in each round and compared with the first")
 	rounds := flag.Int("rounds", 3, "interleaved rounds (run)")
 	only := flag.String("only", "", "run only the tables whose label contains one of these comma-separated strings")
 	cpuProfile := flag.String("cpuprofile", "", "profile: write the CPU profile of the in-process runs here")
@@ -249,45 +249,61 @@ func run(ctx context.Context, warehouse, floeBin string, rounds int, only, cpuPr
 		defer pprof.StopCPUProfile()
 		timed = timedInProcess
 	}
-	samples := map[string][]sample{}
-	versions := []sample{}
+	bins := strings.Split(floeBin, ",")
+	if floeBin != "" {
+		for _, b := range bins {
+			if err := coldStart(b); err != nil {
+				return err
+			}
+		}
+	}
+	samples := map[string]map[string][]sample{} // by binary, then job
+	for _, b := range bins {
+		samples[b] = map[string][]sample{}
+	}
 	for r := range rounds {
 		order := slices.Clone(jobs)
 		k := r % len(order)
 		order = append(order[k:], order[:k]...)
+		border := slices.Clone(bins)
 		if r%2 == 1 {
 			slices.Reverse(order)
+			slices.Reverse(border)
 		}
-		s, err := timed(floeBin, "version")
-		if err != nil {
-			return err
-		}
-		versions = append(versions, s)
-		for _, j := range order {
-			if err := reset(j); err != nil {
+		for _, bin := range border {
+			s, err := timed(bin, "version")
+			if err != nil {
 				return err
 			}
-			apply := []string{"--warehouse", warehouse, "--format", "json", "apply", bench.Namespace + "." + j.l.Name(),
-				"--changes", j.changes, "--key", "part,id"}
-			check := func() error { return checkTable(ctx, warehouse, j.l.Name(), j.l, j.want, true) }
-			if j.pipeline != "" {
-				// The source gets the changes (not timed); the build
-				// carries them to the copy.
-				if _, err := timed(floeBin, apply...); err != nil {
+			samples[bin]["version"] = append(samples[bin]["version"], s)
+		}
+		for _, j := range order {
+			for _, bin := range border {
+				if err := reset(j); err != nil {
+					return err
+				}
+				apply := []string{"--warehouse", warehouse, "--format", "json", "apply", bench.Namespace + "." + j.l.Name(),
+					"--changes", j.changes, "--key", "part,id"}
+				check := func() error { return checkTable(ctx, warehouse, j.l.Name(), j.l, j.want, true) }
+				if j.pipeline != "" {
+					// The source gets the changes (not timed); the build
+					// carries them to the copy.
+					if _, err := timed(bin, apply...); err != nil {
+						return fmt.Errorf("%s: %w", j.label, err)
+					}
+					apply = []string{"--warehouse", warehouse, "--quiet", "run", j.pipeline, "--once"}
+					check = func() error { return checkTable(ctx, warehouse, j.l.Name()+"_copy", j.l, j.want, false) }
+				}
+				s, err := timed(bin, apply...)
+				if err != nil {
 					return fmt.Errorf("%s: %w", j.label, err)
 				}
-				apply = []string{"--warehouse", warehouse, "--quiet", "run", j.pipeline, "--once"}
-				check = func() error { return checkTable(ctx, warehouse, j.l.Name()+"_copy", j.l, j.want, false) }
+				if err := check(); err != nil {
+					return fmt.Errorf("%s: round %d: %w", j.label, r, err)
+				}
+				samples[bin][j.label] = append(samples[bin][j.label], s)
+				logf("round %d %s %-55s wall %6.1f ms  cpu %6.1f ms  rss %4d MiB", r, filepath.Base(bin), j.label, ms(s.wall), ms(s.cpu), s.rssKB>>10)
 			}
-			s, err := timed(floeBin, apply...)
-			if err != nil {
-				return fmt.Errorf("%s: %w", j.label, err)
-			}
-			if err := check(); err != nil {
-				return fmt.Errorf("%s: round %d: %w", j.label, r, err)
-			}
-			samples[j.label] = append(samples[j.label], s)
-			logf("round %d %-55s wall %6.1f ms  cpu %6.1f ms  rss %4d MiB", r, j.label, ms(s.wall), ms(s.cpu), s.rssKB>>10)
 		}
 		for _, j := range jobs {
 			if err := reset(j); err != nil {
@@ -297,25 +313,49 @@ func run(ctx context.Context, warehouse, floeBin string, rounds int, only, cpuPr
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("load average at the end: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Printf("| command | rounds | wall median (min-max) | CPU median | peak RSS | wall / base (median of per-round ratios) | CPU / base |\n|---|---|---|---|---|---|---|\n")
-	v := summarize(versions)
-	fmt.Printf("| floe version | %d | %.1f ms (%.1f-%.1f) | %.1f ms | %d MiB | | |\n", len(versions), ms(v.wall), ms(v.minWall), ms(v.maxWall), ms(v.cpu), v.rssKB>>10)
-	base := samples[layouts[0].label]
-	for _, j := range jobs {
-		s := samples[j.label]
-		m := summarize(s)
+	ratios := func(a, b []sample) (wall, cpu float64) {
 		var rw, rc []float64
-		if len(base) == len(s) {
-			for i := range s {
-				rw = append(rw, float64(s[i].wall)/float64(base[i].wall))
-				rc = append(rc, float64(s[i].cpu)/float64(base[i].cpu))
+		if len(a) == len(b) {
+			for i := range a {
+				rw = append(rw, float64(a[i].wall)/float64(b[i].wall))
+				rc = append(rc, float64(a[i].cpu)/float64(b[i].cpu))
 			}
 		}
-		what := "apply, " + j.label
-		if j.pipeline != "" {
-			what = j.label
+		return median(rw), median(rc)
+	}
+	for bi, bin := range bins {
+		fmt.Printf("\n%s\n\n", bin)
+		fmt.Printf("| command | rounds | wall median (min-max) | CPU median | peak RSS | wall / base | CPU / base |")
+		if bi > 0 {
+			fmt.Printf(" wall / %[1]s | CPU / %[1]s |", filepath.Base(bins[0]))
 		}
-		fmt.Printf("| %s | %d | %.1f ms (%.1f-%.1f) | %.1f ms | %d MiB | %.2f | %.2f |\n", what, len(s), ms(m.wall), ms(m.minWall), ms(m.maxWall), ms(m.cpu), m.rssKB>>10, median(rw), median(rc))
+		fmt.Printf("\n|---|---|---|---|---|---|---|%s\n", strings.Repeat("---|", 2*min(bi, 1)))
+		base := samples[bin][layouts[0].label]
+		labels := []string{"version"}
+		for _, j := range jobs {
+			labels = append(labels, j.label)
+		}
+		for _, label := range labels {
+			s := samples[bin][label]
+			if len(s) == 0 {
+				continue
+			}
+			m := summarize(s)
+			what := "apply, " + label
+			switch {
+			case label == "version":
+				what = "floe version"
+			case strings.HasPrefix(label, "pipeline"):
+				what = label
+			}
+			rw, rc := ratios(s, base)
+			fmt.Printf("| %s | %d | %.1f ms (%.1f-%.1f) | %.1f ms | %d MiB | %.2f | %.2f |", what, len(s), ms(m.wall), ms(m.minWall), ms(m.maxWall), ms(m.cpu), m.rssKB>>10, rw, rc)
+			if bi > 0 {
+				bw, bc := ratios(s, samples[bins[0]][label])
+				fmt.Printf(" %.2f | %.2f |", bw, bc)
+			}
+			fmt.Println()
+		}
 	}
 	return nil
 }
@@ -351,6 +391,20 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// coldStart drops a binary's pages from the page cache (dd iflag=nocache)
+// and runs it once, so that every binary compared starts with its pages
+// read in by page faults. NB: a binary the linker has just written sits
+// in the page cache in other units than one read back by faults, and its
+// peak RSS (file pages mapped around each fault) came out 30 MB higher
+// for the same code.
+func coldStart(bin string) error {
+	if out, err := exec.Command("dd", "if="+bin, "iflag=nocache", "count=0", "status=none").CombinedOutput(); err != nil {
+		return fmt.Errorf("dd iflag=nocache %s: %w: %s", bin, err, out)
+	}
+	_, err := timedProcess(bin, "version")
+	return err
 }
 
 // timedInProcess runs floe's command line in this process; the CPU time
