@@ -81,6 +81,7 @@ type Catalog struct {
 	// unset: DefaultRetryBudget.
 	retryBudget    time.Duration
 	retryBudgetSet bool
+	tables         tableCache
 }
 
 // Open opens the catalog o describes. For the embedded catalog the
@@ -141,13 +142,21 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 
 // Load loads the table with the given identifier. See LoadTable. The
 // table commits through CommitTable, and its file IO is wrapped as Wrap
-// says.
-// Transient failures are retried (see WithoutRetry).
+// says. Transient failures are retried (see WithoutRetry). Every call sees
+// the catalog's current metadata location; when it is the one of the last
+// load through c, the table is not parsed again (see tableCache).
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	name := FormatName(ident)
+	loc, known := c.currentLocation(ctx, ident)
+	if known {
+		if tbl, ok := c.tables.get(name, loc); ok {
+			return tbl, nil
+		}
+	}
 	var tbl *table.Table
 	var root string
 	var rooted bool
-	err := c.retry(ctx, "load table "+FormatName(ident), func(ctx context.Context) error {
+	err := c.retry(ctx, "load table "+name, func(ctx context.Context) error {
 		var err error
 		if tbl, err = c.ice.LoadTable(ctx, ident); err != nil {
 			return err
@@ -165,7 +174,11 @@ func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Tabl
 	if rooted {
 		fsF = pathRootFSF(root, tbl.MetadataLocation())
 	}
-	return c.rebind(tbl, fsF), nil
+	tbl = c.rebind(tbl, fsF)
+	if known {
+		c.tables.put(name, tbl)
+	}
+	return tbl, nil
 }
 
 // explainMissing turns iceberg-go's lookup errors into messages that say

@@ -23,8 +23,13 @@ type Wrap struct {
 
 // Wrap installs w (see type Wrap). Wrapping twice stacks the layers.
 func (c *Catalog) Wrap(w Wrap) {
+	// Loads must go through the layers: no table loaded before is reused,
+	// and with a catalog layer every load goes to it (tableCache reads the
+	// metadata location from the SQLite file itself).
+	c.tables.forgetAll()
 	if w.Catalog != nil {
 		c.ice = w.Catalog(c.ice)
+		c.tables.disabled = true
 	}
 	if w.IO != nil {
 		if prev := c.wrapIO; prev != nil {

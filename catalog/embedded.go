@@ -97,6 +97,7 @@ func noCatalogError(dbPath string) error {
 // catalogs with a native register operation support it.
 func (c *Catalog) Register(ctx context.Context, ident table.Identifier, metadataFile, pathRoot string) (*table.Table, error) {
 	name := FormatName(ident)
+	c.tables.forget(name)
 	if pathRoot != "" {
 		abs, err := filepath.Abs(pathRoot)
 		if err != nil {

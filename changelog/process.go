@@ -29,7 +29,7 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 	if err != nil {
 		return err
 	}
-	src := &source{c: c, fs: fs, states: map[int64]*scan.State{}, keepCarryovers: c.opts.NetChanges}
+	src := &source{c: c, fs: fs, states: map[string]*scan.State{}, keepCarryovers: c.opts.NetChanges}
 	n := c.dataSch.NumFields()
 	var global *rows.Partitioner
 	if c.opts.NetChanges {

@@ -86,7 +86,7 @@ func hasDeleteFiles(s *table.Snapshot) bool {
 type source struct {
 	c      *Changelog
 	fs     iceio.IO
-	states map[int64]*scan.State
+	states map[string]*scan.State // by snapshot and partitions
 	// keepCarryovers turns off the early cancelling of a rewrite's
 	// identical DELETE/INSERT pairs (pairer): net changes must see every
 	// carry-over, because the reference's net-change pass gives a surviving
@@ -94,14 +94,19 @@ type source struct {
 	keepCarryovers bool
 }
 
-func (src *source) state(ctx context.Context, s *table.Snapshot) (*scan.State, error) {
+// state returns the state of s restricted to the partitions parts (see
+// scan.LoadStateIn): only the manifests that may list files of the
+// partitions a snapshot's changes touch are read, so the cost follows the
+// change rather than the table.
+func (src *source) state(ctx context.Context, s *table.Snapshot, parts *scan.Partitions) (*scan.State, error) {
 	if s == nil {
 		return scan.LoadState(ctx, src.fs, src.c.tbl.Metadata(), nil)
 	}
-	if st, ok := src.states[s.SnapshotID]; ok {
+	key := fmt.Sprintf("%d|%s", s.SnapshotID, parts.Key())
+	if st, ok := src.states[key]; ok {
 		return st, nil
 	}
-	st, err := scan.LoadState(ctx, src.fs, src.c.tbl.Metadata(), s)
+	st, err := scan.LoadStateIn(ctx, src.fs, src.c.tbl.Metadata(), s, parts)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +116,20 @@ func (src *source) state(ctx context.Context, s *table.Snapshot) (*scan.State, e
 			delete(src.states, k)
 		}
 	}
-	src.states[s.SnapshotID] = st
+	src.states[key] = st
 	return st, nil
+}
+
+// partitions returns the partitions of the files a snapshot adds and
+// removes.
+func (files *snapshotFiles) partitions(meta table.Metadata) *scan.Partitions {
+	p := scan.NewPartitions(meta)
+	for _, list := range [][]*scan.Entry{files.addedData, files.removedData, files.addedDeletes, files.removedDeletes} {
+		for _, e := range list {
+			p.Add(e.File)
+		}
+	}
+	return p
 }
 
 // kinds reports which change types a snapshot may produce, before reading
@@ -138,6 +155,7 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		parent = meta.SnapshotByID(*s.ParentSnapshotID)
 	}
 	deleteChanges := len(files.addedDeletes) > 0 || len(files.removedDeletes) > 0
+	parts := files.partitions(meta)
 	var before, after *scan.State
 	// The state before s is needed for the rows of files it removes and
 	// for delete files it changes; the state after s for the deletes that
@@ -150,12 +168,12 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 			return kinds{}, fmt.Errorf("%w: %w: snapshot %d removes files but its parent %d has expired; its removed rows cannot be read",
 				ErrInvalidRange, ErrRebuildNeeded, s.SnapshotID, *s.ParentSnapshotID)
 		}
-		if before, err = src.state(ctx, parent); err != nil {
+		if before, err = src.state(ctx, parent, parts); err != nil {
 			return kinds{}, err
 		}
 	}
 	if needAfter {
-		if after, err = src.state(ctx, s); err != nil {
+		if after, err = src.state(ctx, s, parts); err != nil {
 			return kinds{}, err
 		}
 	}
@@ -213,12 +231,12 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		return k, nil
 	}
 	if before == nil {
-		if before, err = src.state(ctx, parent); err != nil {
+		if before, err = src.state(ctx, parent, parts); err != nil {
 			return k, err
 		}
 	}
 	if after == nil {
-		if after, err = src.state(ctx, s); err != nil {
+		if after, err = src.state(ctx, s, parts); err != nil {
 			return k, err
 		}
 	}

@@ -79,6 +79,10 @@ type State struct {
 // LoadState reads the manifests of snap and indexes its live files. A nil
 // snapshot gives an empty state.
 func LoadState(ctx context.Context, fs iceio.IO, meta table.Metadata, snap *table.Snapshot) (*State, error) {
+	return loadState(ctx, fs, meta, snap, nil)
+}
+
+func newState(meta table.Metadata, snap *table.Snapshot) *State {
 	st := &State{
 		Snapshot: snap,
 		byPath:   map[string]*Entry{},
@@ -90,25 +94,7 @@ func LoadState(ctx context.Context, fs iceio.IO, meta table.Metadata, snap *tabl
 	for _, s := range meta.PartitionSpecs() {
 		st.specs[s.ID()] = s
 	}
-	if snap == nil {
-		return st, nil
-	}
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %d: read manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
-	}
-	for _, m := range manifests {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("snapshot %d: read manifest %s: %w", snap.SnapshotID, m.FilePath(), err)
-			}
-			st.add(&Entry{File: e.DataFile(), DataSeq: e.SequenceNum(), SnapshotID: e.SnapshotID()})
-		}
-	}
-	return st, nil
+	return st
 }
 
 func (st *State) add(e *Entry) {
