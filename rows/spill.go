@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,73 +20,181 @@ const DefaultMemoryBudget = 256 << 20
 // spillBufSize is the buffer of each spill file, for writing and reading.
 const spillBufSize = 256 << 10
 
+// fanout is the number of partitions of one level; partitionBits of the
+// key hash choose among them, different bits at each level.
+const (
+	partitionBits = 6
+	fanout        = 1 << partitionBits
+	// maxLevel is the deepest repartitioning: past it the hash has no bits
+	// left to split by.
+	maxLevel = 64/partitionBits - 1
+)
+
+// PartitionOptions configure a Partitioner.
+type PartitionOptions struct {
+	// Budget is the memory of the rows the partitioner holds before it
+	// spills, and the most a partition it hands back holds: a spilled
+	// partition larger than the budget is partitioned again by other bits
+	// of the key hash, as often as needed, before it is read back. Only
+	// rows whose keys all have one hash (one key, as good as always) are
+	// handed back larger. <= 0 means DefaultMemoryBudget.
+	Budget int64
+	// TempDir is where the spill folder is created ("" = os.TempDir()).
+	TempDir string
+	// Whole keeps the rows as they are added, unpartitioned, while they fit
+	// the budget: if nothing spills, Partitions hands back every row as one
+	// partition, in the order added, without a copy. Rows are partitioned
+	// when they first spill.
+	Whole bool
+	// Combine, when set, is applied to the rows of one partition before
+	// they are spilled, and may reduce them: it takes the records it is
+	// given and returns the rows to spill in their place. It must keep the
+	// rows of a key together and in order (it sees every row of a key that
+	// the partition holds at that moment, not every row of the key).
+	Combine func(ctx context.Context, recs []arrow.RecordBatch) ([]arrow.RecordBatch, error)
+}
+
 // Partitioner hash-partitions rows by a key and hands back each partition
 // whole, so that rows with equal keys can be processed together. While its
 // buffered rows stay under the memory budget nothing touches the disk; past
 // it, partitions are spilled to Arrow IPC files in a temporary folder and
-// read back one at a time, so peak memory is about the budget plus one
-// partition. It is not safe for concurrent use.
+// read back one at a time, a partition larger than the budget being split
+// again (recursively) first, so peak memory is about the budget. Rows keep
+// the order they were added in within a partition. It is not safe for
+// concurrent use.
 type Partitioner struct {
 	schema  *arrow.Schema
 	keyCols []int
-	parts   int
-	budget  int64
-	dir     string // spill folder, created on first spill
+	o       PartitionOptions
+	level   int // which bits of the hash pick the partition
 
+	whole    []arrow.RecordBatch // Whole, before the first spill
 	mem      [][]arrow.RecordBatch
 	memBytes int64
-	files    []*os.File
-	bufs     []*bufio.Writer
-	writers  []*ipc.Writer
-	spilled  bool
+	dir      string // spill folder, created on first spill
+	parts    []*spillPart
+	stats    []partStats
 	hashes   []uint64
 }
 
-// NewPartitioner returns a partitioner of rows of schema, keyed by the
-// values of keyCols with AppendKey's equality (hashed with HashKeys). budget <= 0 means
-// DefaultMemoryBudget; tmpDir "" means os.TempDir().
-func NewPartitioner(schema *arrow.Schema, keyCols []int, budget int64, tmpDir string) *Partitioner {
-	if budget <= 0 {
-		budget = DefaultMemoryBudget
+// partStats describe the rows a partition received.
+type partStats struct {
+	rows      int64
+	firstHash uint64
+	mixed     bool // rows of more than one hash
+}
+
+func (s *partStats) add(h uint64) {
+	if s.rows == 0 {
+		s.firstHash = h
+	} else if h != s.firstHash {
+		s.mixed = true
 	}
-	const parts = 64
-	return &Partitioner{schema: schema, keyCols: keyCols, parts: parts, budget: budget, dir: tmpDir,
-		mem: make([][]arrow.RecordBatch, parts)}
+	s.rows++
+}
+
+// spillPart is one partition's spill file.
+type spillPart struct {
+	path  string
+	f     *os.File
+	buf   *bufio.Writer
+	w     *ipc.Writer
+	bytes int64 // written so far
+}
+
+func (s *spillPart) Write(b []byte) (int, error) {
+	n, err := s.f.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// NewPartitioner returns a partitioner of rows of schema, keyed by the
+// values of keyCols with AppendKey's equality (hashed with HashKeys),
+// holding budget bytes before it spills (<= 0: DefaultMemoryBudget) into
+// a folder under tmpDir ("" = os.TempDir()).
+func NewPartitioner(schema *arrow.Schema, keyCols []int, budget int64, tmpDir string) *Partitioner {
+	return NewPartitionerWith(schema, keyCols, PartitionOptions{Budget: budget, TempDir: tmpDir})
+}
+
+// NewPartitionerWith returns a partitioner of rows of schema keyed by
+// keyCols, configured by o.
+func NewPartitionerWith(schema *arrow.Schema, keyCols []int, o PartitionOptions) *Partitioner {
+	if o.Budget <= 0 {
+		o.Budget = DefaultMemoryBudget
+	}
+	return &Partitioner{schema: schema, keyCols: keyCols, o: o,
+		mem: make([][]arrow.RecordBatch, fanout), stats: make([]partStats, fanout)}
 }
 
 // Spilled reports whether any rows went to disk.
-func (p *Partitioner) Spilled() bool { return p.spilled }
+func (p *Partitioner) Spilled() bool { return p.parts != nil }
+
+func (p *Partitioner) partOf(h uint64) int {
+	return int(h>>(partitionBits*p.level)) & (fanout - 1)
+}
 
 // Add adds the rows of rec (the caller keeps its reference).
 func (p *Partitioner) Add(ctx context.Context, rec arrow.RecordBatch) error {
-	n := int(rec.NumRows())
-	if n == 0 {
+	if rec.NumRows() == 0 {
 		return nil
 	}
+	if p.o.Whole && p.parts == nil {
+		rec.Retain()
+		p.whole = append(p.whole, rec)
+		p.memBytes += RecordSize(rec)
+		if p.memBytes <= p.o.Budget {
+			return nil
+		}
+		held := p.whole
+		p.whole = nil
+		p.memBytes = 0
+		for _, r := range held {
+			err := p.route(ctx, r)
+			r.Release()
+			if err != nil {
+				releaseAll(held)
+				return err
+			}
+		}
+		return p.spill(ctx)
+	}
+	if err := p.route(ctx, rec); err != nil {
+		return err
+	}
+	if p.memBytes > p.o.Budget {
+		return p.spill(ctx)
+	}
+	return nil
+}
+
+// route adds the rows of rec to the in-memory partitions.
+func (p *Partitioner) route(ctx context.Context, rec arrow.RecordBatch) error {
+	n := int(rec.NumRows())
 	p.hashes = HashKeys(rec, p.keyCols, p.hashes)
 	partOf := make([]int32, n)
-	counts := make([]int, p.parts)
+	counts := make([]int, fanout)
 	for i, h := range p.hashes {
-		part := int32(h % uint64(p.parts))
-		partOf[i] = part
+		part := p.partOf(h)
+		partOf[i] = int32(part)
 		counts[part]++
+		p.stats[part].add(h)
 	}
 	if counts[partOf[0]] == n {
 		rec.Retain()
 		p.mem[partOf[0]] = append(p.mem[partOf[0]], rec)
 		p.memBytes += RecordSize(rec)
-		return p.maybeSpill()
+		return nil
 	}
 	// NB: one Take puts the rows in partition order (stable, so rows keep
 	// their order within a partition) and each partition gets a zero-copy
-	// slice of it; a Take per partition would call the kernels parts times
-	// per column for a few rows each. The slices share the taken buffers,
-	// which are counted once.
-	starts := make([]int, p.parts+1)
+	// slice of it; a Take per partition would call the kernels fanout
+	// times per column for a few rows each. The slices share the taken
+	// buffers, which are counted once.
+	starts := make([]int, fanout+1)
 	for part, c := range counts {
 		starts[part+1] = starts[part] + c
 	}
-	next := append([]int(nil), starts[:p.parts]...)
+	next := append([]int(nil), starts[:fanout]...)
 	idx := make([]int64, n)
 	for i, part := range partOf {
 		idx[next[part]] = int64(i)
@@ -96,57 +205,59 @@ func (p *Partitioner) Add(ctx context.Context, rec arrow.RecordBatch) error {
 		return err
 	}
 	defer taken.Release()
-	for part := 0; part < p.parts; part++ {
+	for part := 0; part < fanout; part++ {
 		if counts[part] == 0 {
 			continue
 		}
 		p.mem[part] = append(p.mem[part], taken.NewSlice(int64(starts[part]), int64(starts[part+1])))
 	}
 	p.memBytes += RecordSize(taken)
-	return p.maybeSpill()
-}
-
-func (p *Partitioner) maybeSpill() error {
-	if p.memBytes > p.budget {
-		return p.spill()
-	}
 	return nil
 }
 
-func (p *Partitioner) spill() error {
-	if !p.spilled {
-		dir, err := os.MkdirTemp(p.dir, "floe-spill-")
+// spill writes every in-memory partition to its file.
+func (p *Partitioner) spill(ctx context.Context) error {
+	if p.parts == nil {
+		dir, err := os.MkdirTemp(p.o.TempDir, "floe-spill-")
 		if err != nil {
 			return fmt.Errorf("spill: %w", err)
 		}
 		p.dir = dir
-		p.files = make([]*os.File, p.parts)
-		p.bufs = make([]*bufio.Writer, p.parts)
-		p.writers = make([]*ipc.Writer, p.parts)
-		p.spilled = true
+		p.parts = make([]*spillPart, fanout)
 	}
 	for part, recs := range p.mem {
 		if len(recs) == 0 {
 			continue
 		}
-		if p.writers[part] == nil {
-			f, err := os.Create(fmt.Sprintf("%s/part-%03d.arrow", p.dir, part))
+		p.mem[part] = nil
+		if p.o.Combine != nil {
+			var err error
+			if recs, err = p.o.Combine(ctx, recs); err != nil {
+				return err
+			}
+		}
+		sp := p.parts[part]
+		if sp == nil {
+			sp = &spillPart{path: filepath.Join(p.dir, fmt.Sprintf("part-%03d.arrow", part))}
+			f, err := os.Create(sp.path)
 			if err != nil {
+				releaseAll(recs)
 				return fmt.Errorf("spill: %w", err)
 			}
-			p.files[part] = f
+			sp.f = f
 			// NB: a spilled batch is a slice of a few rows per partition;
 			// unbuffered, the IPC writer makes a write call per buffer.
-			p.bufs[part] = bufio.NewWriterSize(f, spillBufSize)
-			p.writers[part] = ipc.NewWriter(p.bufs[part], ipc.WithSchema(p.schema), ipc.WithAllocator(memory.DefaultAllocator))
+			sp.buf = bufio.NewWriterSize(sp, spillBufSize)
+			sp.w = ipc.NewWriter(sp.buf, ipc.WithSchema(p.schema), ipc.WithAllocator(memory.DefaultAllocator))
+			p.parts[part] = sp
 		}
-		for _, r := range recs {
-			if err := p.writers[part].Write(r); err != nil {
-				return fmt.Errorf("spill to %s: %w", p.files[part].Name(), err)
+		for i, r := range recs {
+			if err := sp.w.Write(r); err != nil {
+				releaseAll(recs[i:])
+				return fmt.Errorf("spill to %s: %w", sp.path, err)
 			}
 			r.Release()
 		}
-		p.mem[part] = nil
 	}
 	p.memBytes = 0
 	return nil
@@ -157,63 +268,139 @@ func (p *Partitioner) spill() error {
 // called once; Close must still be called.
 func (p *Partitioner) Partitions() iter.Seq2[[]arrow.RecordBatch, error] {
 	return func(yield func([]arrow.RecordBatch, error) bool) {
-		for part := 0; part < p.parts; part++ {
-			recs := p.mem[part]
-			p.mem[part] = nil
-			if p.spilled && p.writers[part] != nil {
-				err := p.writers[part].Close()
-				if err == nil {
-					err = p.bufs[part].Flush()
+		if p.parts == nil {
+			if p.o.Whole {
+				recs := p.whole
+				p.whole = nil
+				if len(recs) > 0 {
+					yield(recs, nil)
 				}
-				if err != nil {
-					releaseAll(recs)
-					yield(nil, fmt.Errorf("spill to %s: %w", p.files[part].Name(), err))
+				return
+			}
+			for part := range p.mem {
+				recs := p.mem[part]
+				p.mem[part] = nil
+				if len(recs) > 0 && !yield(recs, nil) {
 					return
 				}
-				p.writers[part] = nil
-				back, err := readSpill(p.files[part].Name(), p.schema)
+			}
+			return
+		}
+		// Everything goes to disk first, so that memory holds one
+		// partition at a time.
+		if err := p.spill(context.Background()); err != nil {
+			yield(nil, err)
+			return
+		}
+		for part, sp := range p.parts {
+			if sp == nil {
+				continue
+			}
+			if err := sp.close(); err != nil {
+				yield(nil, err)
+				return
+			}
+			st := p.stats[part]
+			if sp.bytes <= p.o.Budget || !st.mixed || p.level >= maxLevel {
+				recs, err := readSpill(sp.path, p.schema)
+				os.Remove(sp.path)
+				p.parts[part] = nil
 				if err != nil {
-					releaseAll(recs)
 					yield(nil, err)
 					return
 				}
-				recs = append(back, recs...)
-				p.files[part].Close()
-				os.Remove(p.files[part].Name())
-				p.files[part] = nil
-			}
-			if len(recs) == 0 {
+				if len(recs) > 0 && !yield(recs, nil) {
+					return
+				}
 				continue
 			}
-			if !yield(recs, nil) {
+			if !p.repartition(part, sp, yield) {
 				return
 			}
 		}
 	}
 }
 
+// repartition splits a spilled partition larger than the budget by the
+// next bits of the key hash and yields its parts; false when the caller
+// stopped or an error was yielded.
+func (p *Partitioner) repartition(part int, sp *spillPart, yield func([]arrow.RecordBatch, error) bool) bool {
+	child := &Partitioner{schema: p.schema, keyCols: p.keyCols, o: p.o, level: p.level + 1,
+		mem: make([][]arrow.RecordBatch, fanout), stats: make([]partStats, fanout)}
+	child.o.Whole = false
+	child.o.TempDir = p.dir
+	defer child.Close()
+	err := streamSpill(sp.path, p.schema, func(rec arrow.RecordBatch) error {
+		return child.Add(context.Background(), rec)
+	})
+	os.Remove(sp.path)
+	p.parts[part] = nil
+	if err != nil {
+		yield(nil, err)
+		return false
+	}
+	for recs, err := range child.Partitions() {
+		if !yield(recs, err) || err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *spillPart) close() error {
+	if s.w == nil {
+		return nil
+	}
+	err := s.w.Close()
+	if err == nil {
+		err = s.buf.Flush()
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	s.w = nil
+	if err != nil {
+		return fmt.Errorf("spill to %s: %w", s.path, err)
+	}
+	return nil
+}
+
 func readSpill(path string, schema *arrow.Schema) ([]arrow.RecordBatch, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read spill %s: %w", path, err)
-	}
-	defer f.Close()
-	r, err := ipc.NewReader(bufio.NewReaderSize(f, spillBufSize), ipc.WithSchema(schema))
-	if err != nil {
-		return nil, fmt.Errorf("read spill %s: %w", path, err)
-	}
-	defer r.Release()
 	var out []arrow.RecordBatch
-	for r.Next() {
-		rec := r.RecordBatch()
+	err := streamSpill(path, schema, func(rec arrow.RecordBatch) error {
 		rec.Retain()
 		out = append(out, rec)
-	}
-	if err := r.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		releaseAll(out)
-		return nil, fmt.Errorf("read spill %s: %w", path, err)
+		return nil, err
 	}
 	return out, nil
+}
+
+// streamSpill calls f with each batch of a spill file, in order; f
+// retains what it keeps.
+func streamSpill(path string, schema *arrow.Schema, f func(arrow.RecordBatch) error) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read spill %s: %w", path, err)
+	}
+	defer file.Close()
+	r, err := ipc.NewReader(bufio.NewReaderSize(file, spillBufSize), ipc.WithSchema(schema))
+	if err != nil {
+		return fmt.Errorf("read spill %s: %w", path, err)
+	}
+	defer r.Release()
+	for r.Next() {
+		if err := f(r.RecordBatch()); err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("read spill %s: %w", path, err)
+	}
+	return nil
 }
 
 func releaseAll(recs []arrow.RecordBatch) {
@@ -224,22 +411,23 @@ func releaseAll(recs []arrow.RecordBatch) {
 
 // Close releases buffered rows and removes spill files.
 func (p *Partitioner) Close() {
+	releaseAll(p.whole)
+	p.whole = nil
 	for part, recs := range p.mem {
 		releaseAll(recs)
 		p.mem[part] = nil
 	}
-	for part, w := range p.writers {
-		if w != nil {
-			w.Close()
-		}
-		if f := p.files[part]; f != nil {
-			f.Close()
-			os.Remove(f.Name())
+	for _, sp := range p.parts {
+		if sp != nil {
+			sp.close()
+			os.Remove(sp.path)
 		}
 	}
-	if p.spilled {
+	if p.dir != "" {
 		os.RemoveAll(p.dir)
+		p.dir = ""
 	}
+	p.parts = nil
 }
 
 // NewRecord is array.NewRecordBatch, here so callers need one import less.
