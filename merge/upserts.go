@@ -180,10 +180,10 @@ func (cs *changeSet) upsertRows(ctx context.Context, recs []arrow.RecordBatch, a
 // once per group before write.Prepare does, noting the positions of the
 // rows found.
 type tableMatch struct {
-	m     keyMatcher
-	pre   map[string]*roaring64.Bitmap // several groups: data file path -> positions found
-	nPre  int64
-	mu    sync.Mutex
+	m    keyMatcher
+	pre  map[string]*roaring64.Bitmap // several groups: data file path -> positions found
+	nPre int64
+	mu   sync.Mutex
 }
 
 func (t *tableMatch) found() int64 {

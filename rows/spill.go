@@ -1,7 +1,6 @@
 package rows
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"iter"
@@ -10,15 +9,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // DefaultMemoryBudget is the memory a Partitioner holds before it spills.
 const DefaultMemoryBudget = 256 << 20
-
-// spillBufSize is the buffer of each spill file, for writing and reading.
-const spillBufSize = 256 << 10
 
 // fanout is the number of partitions of one level; partitionBits of the
 // key hash choose among them, different bits at each level.
@@ -72,9 +66,12 @@ type Partitioner struct {
 	mem      [][]arrow.RecordBatch
 	memBytes int64
 	dir      string // spill folder, created on first spill
-	parts    []*spillPart
+	parts    []*SpillFile
 	stats    []partStats
 	hashes   []uint64
+	// spilled counts the bytes written to spill files, repartitioned the
+	// partitions split again, by this partitioner and its children.
+	spilled, repartitioned int64
 }
 
 // partStats describe the rows a partition received.
@@ -91,21 +88,6 @@ func (s *partStats) add(h uint64) {
 		s.mixed = true
 	}
 	s.rows++
-}
-
-// spillPart is one partition's spill file.
-type spillPart struct {
-	path  string
-	f     *os.File
-	buf   *bufio.Writer
-	w     *ipc.Writer
-	bytes int64 // written so far
-}
-
-func (s *spillPart) Write(b []byte) (int, error) {
-	n, err := s.f.Write(b)
-	s.bytes += int64(n)
-	return n, err
 }
 
 // NewPartitioner returns a partitioner of rows of schema, keyed by the
@@ -128,6 +110,14 @@ func NewPartitionerWith(schema *arrow.Schema, keyCols []int, o PartitionOptions)
 
 // Spilled reports whether any rows went to disk.
 func (p *Partitioner) Spilled() bool { return p.parts != nil }
+
+// SpilledBytes is the number of bytes written to spill files so far,
+// repartitioning included.
+func (p *Partitioner) SpilledBytes() int64 { return p.spilled }
+
+// Repartitioned is the number of spilled partitions that were over the
+// budget and split again by other bits of the key hash.
+func (p *Partitioner) Repartitioned() int64 { return p.repartitioned }
 
 func (p *Partitioner) partOf(h uint64) int {
 	return int(h>>(partitionBits*p.level)) & (fanout - 1)
@@ -223,7 +213,7 @@ func (p *Partitioner) spill(ctx context.Context) error {
 			return fmt.Errorf("spill: %w", err)
 		}
 		p.dir = dir
-		p.parts = make([]*spillPart, fanout)
+		p.parts = make([]*SpillFile, fanout)
 	}
 	for part, recs := range p.mem {
 		if len(recs) == 0 {
@@ -238,26 +228,25 @@ func (p *Partitioner) spill(ctx context.Context) error {
 		}
 		sp := p.parts[part]
 		if sp == nil {
-			sp = &spillPart{path: filepath.Join(p.dir, fmt.Sprintf("part-%03d.arrow", part))}
-			f, err := os.Create(sp.path)
-			if err != nil {
+			var err error
+			if sp, err = newSpillFile(filepath.Join(p.dir, fmt.Sprintf("part-%03d.arrow", part)), p.schema); err != nil {
 				releaseAll(recs)
-				return fmt.Errorf("spill: %w", err)
+				return err
 			}
-			sp.f = f
-			// NB: a spilled batch is a slice of a few rows per partition;
-			// unbuffered, the IPC writer makes a write call per buffer.
-			sp.buf = bufio.NewWriterSize(sp, spillBufSize)
-			sp.w = ipc.NewWriter(sp.buf, ipc.WithSchema(p.schema), ipc.WithAllocator(memory.DefaultAllocator))
 			p.parts[part] = sp
 		}
+		before := sp.Bytes()
 		for i, r := range recs {
-			if err := sp.w.Write(r); err != nil {
+			if err := sp.Write(r); err != nil {
 				releaseAll(recs[i:])
-				return fmt.Errorf("spill to %s: %w", sp.path, err)
+				return err
 			}
 			r.Release()
 		}
+		if err := sp.Flush(); err != nil {
+			return err
+		}
+		p.spilled += sp.Bytes() - before
 	}
 	p.memBytes = 0
 	return nil
@@ -296,14 +285,14 @@ func (p *Partitioner) Partitions() iter.Seq2[[]arrow.RecordBatch, error] {
 			if sp == nil {
 				continue
 			}
-			if err := sp.close(); err != nil {
+			if err := sp.Finish(); err != nil {
 				yield(nil, err)
 				return
 			}
 			st := p.stats[part]
-			if sp.bytes <= p.o.Budget || !st.mixed || p.level >= maxLevel {
-				recs, err := readSpill(sp.path, p.schema)
-				os.Remove(sp.path)
+			if sp.Bytes() <= p.o.Budget || !st.mixed || p.level >= maxLevel {
+				recs, err := sp.ReadAll()
+				sp.Remove()
 				p.parts[part] = nil
 				if err != nil {
 					yield(nil, err)
@@ -324,16 +313,21 @@ func (p *Partitioner) Partitions() iter.Seq2[[]arrow.RecordBatch, error] {
 // repartition splits a spilled partition larger than the budget by the
 // next bits of the key hash and yields its parts; false when the caller
 // stopped or an error was yielded.
-func (p *Partitioner) repartition(part int, sp *spillPart, yield func([]arrow.RecordBatch, error) bool) bool {
+func (p *Partitioner) repartition(part int, sp *SpillFile, yield func([]arrow.RecordBatch, error) bool) bool {
 	child := &Partitioner{schema: p.schema, keyCols: p.keyCols, o: p.o, level: p.level + 1,
 		mem: make([][]arrow.RecordBatch, fanout), stats: make([]partStats, fanout)}
 	child.o.Whole = false
 	child.o.TempDir = p.dir
-	defer child.Close()
-	err := streamSpill(sp.path, p.schema, func(rec arrow.RecordBatch) error {
+	p.repartitioned++
+	defer func() {
+		p.spilled += child.spilled
+		p.repartitioned += child.repartitioned
+		child.Close()
+	}()
+	err := sp.Each(func(rec arrow.RecordBatch) error {
 		return child.Add(context.Background(), rec)
 	})
-	os.Remove(sp.path)
+	sp.Remove()
 	p.parts[part] = nil
 	if err != nil {
 		yield(nil, err)
@@ -345,62 +339,6 @@ func (p *Partitioner) repartition(part int, sp *spillPart, yield func([]arrow.Re
 		}
 	}
 	return true
-}
-
-func (s *spillPart) close() error {
-	if s.w == nil {
-		return nil
-	}
-	err := s.w.Close()
-	if err == nil {
-		err = s.buf.Flush()
-	}
-	if cerr := s.f.Close(); err == nil {
-		err = cerr
-	}
-	s.w = nil
-	if err != nil {
-		return fmt.Errorf("spill to %s: %w", s.path, err)
-	}
-	return nil
-}
-
-func readSpill(path string, schema *arrow.Schema) ([]arrow.RecordBatch, error) {
-	var out []arrow.RecordBatch
-	err := streamSpill(path, schema, func(rec arrow.RecordBatch) error {
-		rec.Retain()
-		out = append(out, rec)
-		return nil
-	})
-	if err != nil {
-		releaseAll(out)
-		return nil, err
-	}
-	return out, nil
-}
-
-// streamSpill calls f with each batch of a spill file, in order; f
-// retains what it keeps.
-func streamSpill(path string, schema *arrow.Schema, f func(arrow.RecordBatch) error) error {
-	file, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("read spill %s: %w", path, err)
-	}
-	defer file.Close()
-	r, err := ipc.NewReader(bufio.NewReaderSize(file, spillBufSize), ipc.WithSchema(schema))
-	if err != nil {
-		return fmt.Errorf("read spill %s: %w", path, err)
-	}
-	defer r.Release()
-	for r.Next() {
-		if err := f(r.RecordBatch()); err != nil {
-			return err
-		}
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("read spill %s: %w", path, err)
-	}
-	return nil
 }
 
 func releaseAll(recs []arrow.RecordBatch) {
@@ -419,8 +357,7 @@ func (p *Partitioner) Close() {
 	}
 	for _, sp := range p.parts {
 		if sp != nil {
-			sp.close()
-			os.Remove(sp.path)
+			sp.Remove()
 		}
 	}
 	if p.dir != "" {
