@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
+	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/rows"
@@ -480,6 +481,213 @@ func TestApplySpillCardinality(t *testing.T) {
 		}
 		if s := e.Load("t").CurrentSnapshot(); s != nil {
 			t.Fatalf("budget %d: snapshot %d committed", budget, s.SnapshotID)
+		}
+	}
+}
+
+// mergeStatements are MERGE statements whose effect the model of
+// TestMergeSpillModel computes. %[1]s is the target, %[2]s the ON
+// condition on the keys.
+var mergeStatements = []struct {
+	name string
+	sql  string
+}{
+	{"changes", `MERGE INTO %[1]s t USING src s ON %[2]s
+		WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE
+		WHEN MATCHED THEN UPDATE SET *
+		WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *`},
+	{"by source", `MERGE INTO %[1]s t USING src s ON %[2]s
+		WHEN MATCHED AND t.part = 1 THEN UPDATE SET v = s.v
+		WHEN MATCHED AND s.part = 0 THEN DELETE
+		WHEN NOT MATCHED BY SOURCE AND t.part = 2 THEN UPDATE SET v = 'gone'
+		WHEN NOT MATCHED THEN INSERT *`},
+}
+
+// mergeModel computes the rows of the table after a mergeStatements
+// statement: initial rows, source rows (table columns plus a change type).
+func mergeModel(stmt string, k spillKeys, initial [][]any, source []change) [][]any {
+	n := k.nKeyCol
+	src := map[string]change{}
+	for _, c := range source {
+		src[keyOf(c.row, n)] = c
+	}
+	var out [][]any
+	matched := map[string]bool{}
+	vCol, partCol := n, n+1
+	for _, r := range initial {
+		kk := keyOf(r, n)
+		s, ok := src[kk]
+		if ok {
+			matched[kk] = true
+		}
+		switch stmt {
+		case "changes":
+			switch {
+			case ok && s.kind == merge.Delete:
+			case ok:
+				out = append(out, s.row)
+			default:
+				out = append(out, r)
+			}
+		case "by source":
+			switch {
+			case ok && r[partCol] == int64(1):
+				nr := slices.Clone(r)
+				nr[vCol] = s.row[vCol]
+				out = append(out, nr)
+			case ok && s.row[partCol] == int64(0):
+			case !ok && r[partCol] == int64(2):
+				nr := slices.Clone(r)
+				nr[vCol] = "gone"
+				out = append(out, nr)
+			default:
+				out = append(out, r)
+			}
+		}
+	}
+	for _, c := range source {
+		if matched[keyOf(c.row, n)] {
+			continue
+		}
+		if stmt == "changes" && c.kind == merge.Delete {
+			continue
+		}
+		out = append(out, c.row)
+	}
+	return out
+}
+
+// TestMergeSpillModel: for random tables and sources (keys of several
+// kinds) and MERGE statements, in every delete mode, Merge with a memory
+// budget far below the source's size spills the source to runs, joins
+// each with the table and gives the same table as Merge in memory, which
+// is the table a plain model computes.
+func TestMergeSpillModel(t *testing.T) {
+	seed := modelSeed(t)
+	for trial, k := range spillKeyKinds {
+		if k.skewed {
+			continue // the source is not partitioned by key
+		}
+		rng := rand.New(rand.NewPCG(seed, uint64(100+trial)))
+		t.Run(k.name, func(t *testing.T) {
+			e := tabletest.New(t)
+			probe, err := e.Create("probe", k.schema, "", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := genSpillCase(rng, k, tabletest.ArrowSchema(probe), 1200, false)
+			// The source: one row per key (the last change of each).
+			last := map[string]int{}
+			for i, ch := range c.changes {
+				if ch.kind != merge.UpdateBefore {
+					last[keyOf(ch.row, k.nKeyCol)] = i
+				}
+			}
+			var source []change
+			for i, ch := range c.changes {
+				if j, ok := last[keyOf(ch.row, k.nKeyCol)]; ok && j == i {
+					source = append(source, ch)
+				}
+			}
+			var on []string
+			for _, key := range k.keys {
+				on = append(on, fmt.Sprintf("t.%s = s.%s", key, key))
+			}
+			for si, st := range mergeStatements {
+				want := expectedRows(t, tabletest.ArrowSchema(probe), mergeModel(st.name, k, c.initial, source))
+				for mi, m := range spillModes[:3] {
+					for bi, budget := range []int64{0, spillBudget} {
+						name := fmt.Sprintf("m%d_%d_%d", si, mi, bi)
+						as := createWith(t, e, name, c, m.props)
+						sc := spillCase{changes: source}
+						sch, recs, err := sc.changeRecords(as)
+						if err != nil {
+							t.Fatal(err)
+						}
+						stmt, err := expr.ParseMerge(fmt.Sprintf(st.sql, "ns."+name, strings.Join(on, " AND ")))
+						if err != nil {
+							t.Fatal(err)
+						}
+						groups := 0
+						done := merge.SetSpillHook(func(_, _ int64, g int) { groups = g })
+						res, err := merge.Merge(e.Ctx, e.Cat, stmt, merge.Source{Name: "src", Schema: sch, Rows: replay(recs)},
+							merge.WithDeleteMode(m.del), merge.WithMemoryBudget(budget), merge.WithTempDir(t.TempDir()))
+						done()
+						releaseRecs(recs)
+						if err != nil {
+							t.Fatalf("%s, %s, budget %d: %v", st.name, m.name, budget, err)
+						}
+						if budget == 0 && (res.Spilled != 0 || groups != 1) {
+							t.Fatalf("%s, %s: the default budget spilled %d bytes in %d runs", st.name, m.name, res.Spilled, groups)
+						}
+						if budget > 0 && (res.Spilled == 0 || groups < 3) {
+							t.Fatalf("%s, %s: budget %d spilled %d bytes in %d runs, want 3 runs or more", st.name, m.name, budget, res.Spilled, groups)
+						}
+						got, err := e.Rows(e.Load(name), scan.At{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if d := diffRows(got, want); d != "" {
+							t.Fatalf("%s, %s, budget %d: table differs from the model: %s", st.name, m.name, budget, d)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMergeSpillCardinality: a target row matched by source rows that
+// land in different spilled runs fails with Spark's cardinality error,
+// naming both source rows as in memory, and nothing is committed.
+func TestMergeSpillCardinality(t *testing.T) {
+	e := tabletest.New(t)
+	tbl, err := e.Create("t", "id long not null, v string, part int", "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := tabletest.ArrowSchema(tbl)
+	var data [][]any
+	for i := range 50 {
+		data = append(data, []any{int64(i), "x", int64(0)})
+	}
+	if _, err := tableops.Append(e.Ctx, e.Target("t", ""), tabletest.Seq(as, data)); err != nil {
+		t.Fatal(err)
+	}
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	for i := range 8000 {
+		id := int64(1000 + i)
+		if i == 3 || i == 7777 {
+			id = 17
+		}
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(strings.Repeat("y", 20))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	stmt, err := expr.ParseMerge(`MERGE INTO ns.t t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.Load("t").CurrentSnapshot().SnapshotID
+	for _, budget := range []int64{0, spillBudget} {
+		groups := 0
+		done := merge.SetSpillHook(func(_, _ int64, g int) { groups = g })
+		_, err := merge.Merge(e.Ctx, e.Cat, stmt, merge.Source{Name: "src", Schema: sch, Rows: replay([]arrow.RecordBatch{rec})},
+			merge.WithMemoryBudget(budget), merge.WithTempDir(t.TempDir()))
+		done()
+		if budget > 0 && groups < 2 {
+			t.Fatalf("budget %d: %d runs", budget, groups)
+		}
+		if !errors.Is(err, merge.ErrCardinality) || !strings.Contains(err.Error(), "the target row (id=17) at position 17 matches source rows 3 and 7777 (counting from 0)") {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		if s := e.Load("t").CurrentSnapshot().SnapshotID; s != before {
+			t.Fatalf("budget %d: snapshot %d committed", budget, s)
 		}
 	}
 }
