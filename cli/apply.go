@@ -20,6 +20,7 @@ func applyCommand(a *app) *cobra.Command {
 	var (
 		changes, keys, seq, deleteMode, branch, changeType string
 		props                                              []string
+		budgetOpts                                         func() ([]merge.Option, error)
 	)
 	c := &cobra.Command{
 		Use:   "apply NS.T --changes FILE --key COL[,COL...]",
@@ -34,7 +35,8 @@ UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT), so raw CDC events apply correct
 Rows are removed copy-on-write or merge-on-read as the table's write.merge.mode says;
 --delete-mode position forces position deletes (deletion vectors on v3), --delete-mode
 equality writes equality deletes without reading the table's rows. --property k=v
-sets table properties (watermarks) in the same commit.`,
+sets table properties (watermarks) in the same commit. Past half of --memory-budget
+(default 512MiB) the change rows spill to temporary files, partitioned by key.`,
 		Example: `  floe changelog shop.orders --per-key latest --start-snapshot-id 305 --output changes.parquet
   floe apply shop.orders_copy --changes changes.parquet --key id --property watermark.source-snapshot-id=912
   floe apply shop.orders --changes cdc.jsonl --key id --sequence-column seq --delete-mode equality`,
@@ -74,6 +76,11 @@ sets table properties (watermarks) in the same commit.`,
 			}
 			defer r.Close()
 			opts := []merge.Option{merge.WithDeleteMode(dm), merge.WithBranch(branch)}
+			bo, err := budgetOpts()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, bo...)
 			if seq != "" {
 				opts = append(opts, merge.WithSequenceColumn(seq))
 			}
@@ -101,6 +108,7 @@ sets table properties (watermarks) in the same commit.`,
 	f.StringVar(&deleteMode, "delete-mode", "", "position or equality (default: the table's write.merge.mode)")
 	f.StringArrayVar(&props, "property", nil, "table property k=v committed with the changes (repeatable)")
 	f.StringVar(&branch, "branch", "", "write to this branch")
+	budgetOpts = memoryBudgetFlag(f)
 	return c
 }
 
