@@ -69,10 +69,10 @@ for l in $layouts; do
 done
 
 for k in $keys; do
-	if [[ ! -f "$root/changes-$k.arrow" ]]; then
+	if [[ ! -f "$root/changes-$k-$changes.arrow" ]]; then
 		l=${layouts%% *}
 		fresh "$l"
-		"$bin" -phase changes -warehouse "$root/work/$l" -layout "$l" -keys "$k" "${size[@]}" -changes "$changes" -changes-file "$root/changes-$k.arrow" 2>&1 | tail -n 1 | tee -a "$out/machine.txt"
+		"$bin" -phase changes -warehouse "$root/work/$l" -layout "$l" -keys "$k" "${size[@]}" -changes "$changes" -changes-file "$root/changes-$k-$changes.arrow" 2>&1 | tail -n 1 | tee -a "$out/machine.txt"
 	fi
 done
 
@@ -89,7 +89,7 @@ for r in $(seq 1 "$rounds"); do
 				fresh "$l"
 				echo "# $l/$k/$m load average $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/round-$r.txt"
 				"$bin" -phase apply -warehouse "$root/work/$l" -layout "$l" -keys "$k" -mode "$m" "${size[@]}" -changes "$changes" \
-					-changes-file "$root/changes-$k.arrow" -memory-budget "$budget" \
+					-changes-file "$root/changes-$k-$changes.arrow" -memory-budget "$budget" \
 					| tee -a "$out/round-$r.txt" >&2
 			done
 		done

@@ -474,6 +474,23 @@ func newIntMatcher(c *colStats, budget int64) *intMatcher {
 
 func (m *intMatcher) mark(keys arrow.RecordBatch, out []bool) {
 	col := keys.Column(0)
+	if a, ok := col.(*array.Int64); ok && m.flat != nil && a.NullN() == 0 {
+		// The common case: a long key, a dense set.
+		for i, x := range a.Int64Values()[:len(out)] {
+			if x < m.lo || x > m.hi {
+				continue
+			}
+			d := uint64(x) - uint64(m.lo)
+			w, bit := d/64, uint64(1)<<(d%64)
+			if m.flat[w]&bit != 0 {
+				out[i] = true
+				if atomic.LoadUint64(&m.foundBits[w])&bit == 0 {
+					atomic.OrUint64(&m.foundBits[w], bit)
+				}
+			}
+		}
+		return
+	}
 	var local []uint64
 	for i := range out {
 		x, _ := intValue(col, i)

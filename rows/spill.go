@@ -226,6 +226,17 @@ func (p *Partitioner) spill(ctx context.Context) error {
 				return err
 			}
 		}
+		if len(recs) > 1 {
+			// NB: a partition's rows are slices of every batch added, a
+			// few rows each: one batch of them makes fewer, larger IPC
+			// messages, and larger batches when read back.
+			one, err := Concat(p.schema, recs)
+			releaseAll(recs)
+			if err != nil {
+				return err
+			}
+			recs = []arrow.RecordBatch{one}
+		}
 		sp := p.parts[part]
 		if sp == nil {
 			var err error
