@@ -51,14 +51,13 @@ type action struct {
 // in arrival order: with a sequence column the change that wins so far;
 // without, the first change and enough of the second for an error.
 type keyState struct {
-	seq      int64
-	ord      int64 // the row of the first or winning change
-	ord2     int64 // without a sequence column: the second change's
-	b, i     int32
-	n        int32 // changes met (without a sequence column: other than UPDATE_BEFORE)
-	kind     int8
-	kind2    int8
-	anyEvent bool
+	seq   int64
+	ord   int64 // the row of the first or winning change
+	ord2  int64 // without a sequence column: the second change's
+	b, i  int32
+	n     int32 // changes met (without a sequence column: other than UPDATE_BEFORE)
+	kind  int8
+	kind2 int8
 }
 
 // reduce reduces the rows recs of a change set (every row of their keys,

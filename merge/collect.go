@@ -21,12 +21,16 @@ const DefaultMemoryBudget = 512 << 20
 
 // WithMemoryBudget bounds the memory Apply and Merge hold for the change
 // rows (or MERGE source rows) and their key index, in bytes (<= 0: the
-// default, DefaultMemoryBudget). Past half of it the rows spill to
-// temporary files, partitioned by key hash (Apply) or in runs (Merge),
-// and are read back a part at a time; each part, and the keys the table
-// is matched against, stay within the budget. The readers and writers of
-// data files take memory beyond it (tens of MiB per file being read or
-// written).
+// default, DefaultMemoryBudget). Past half of it (Apply) or a quarter
+// (Merge, whose source rows are joined with an index and carried into the
+// rewrite) the rows spill to temporary files, partitioned by key hash
+// (Apply) or in runs (Merge), and are read back a part at a time; each
+// part, and the keys the table is matched against, stay within the
+// budget. The readers and writers of data files take memory beyond it
+// (tens of MiB per file being read or written), and the Go runtime's
+// garbage collector lets the heap grow to about twice what is live
+// (GOGC), so a process's resident memory is about twice the budget at
+// most, plus the readers and writers.
 func WithMemoryBudget(bytes int64) Option { return func(o *Options) { o.MemoryBudget = bytes } }
 
 // WithTempDir names the folder spill files go to ("" = os.TempDir()).

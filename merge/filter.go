@@ -248,31 +248,6 @@ func fromInt(like any, x int64) any {
 	return x
 }
 
-// bounds returns the least and greatest of values of one ordered type.
-func bounds(vals []any) (lo, hi any, ok bool) {
-	switch vals[0].(type) {
-	case int32:
-		return minMax[int32](vals)
-	case int64:
-		return minMax[int64](vals)
-	case string:
-		return minMax[string](vals)
-	case iceberg.Date:
-		return minMax[iceberg.Date](vals)
-	case iceberg.Timestamp:
-		return minMax[iceberg.Timestamp](vals)
-	}
-	return nil, nil, false
-}
-
-func minMax[T cmp.Ordered](vals []any) (any, any, bool) {
-	xs := make([]T, len(vals))
-	for i, v := range vals {
-		xs[i] = v.(T)
-	}
-	return slices.Min(xs), slices.Max(xs), true
-}
-
 // nullIn reports whether row i of rec has a NULL in any of cols.
 func nullIn(rec arrow.RecordBatch, cols []int, i int) bool {
 	for _, c := range cols {

@@ -90,6 +90,15 @@ func intValue(arr arrow.Array, i int) (int64, bool) {
 	return 0, false
 }
 
+// isIntArray reports whether intValue takes values of arr.
+func isIntArray(arr arrow.Array) bool {
+	switch arr.(type) {
+	case *array.Int64, *array.Int32, *array.Date32, *array.Timestamp:
+		return true
+	}
+	return false
+}
+
 // add adds arr[i] (a key value, never NULL in a change set).
 func (c *colStats) add(arr arrow.Array, i int) {
 	if c.bad {

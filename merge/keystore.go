@@ -67,27 +67,54 @@ func (s *actionSet) mark(keys arrow.RecordBatch, out []bool) {
 func (s *actionSet) found() int64 { return s.countMatched() }
 
 // memKeys are the action keys of a change set held in memory whole: its
-// actionSet indexes the change batches themselves.
+// actionSet indexes the change batches themselves. A single integer-like
+// key is matched against a bitmap of the keys' values instead, a bit test
+// per table row.
 type memKeys struct {
-	cs   *changeSet
-	recs []arrow.RecordBatch
-	acts *actionSet
+	cs     *changeSet
+	recs   []arrow.RecordBatch
+	acts   *actionSet
+	budget int64
+	stats  *keyStats
+	one    keyMatcher
+}
+
+// keyStats sums up the action keys, once.
+func (m *memKeys) keyStats() *keyStats {
+	if m.stats == nil {
+		types := make([]arrow.DataType, len(m.cs.keyCols))
+		for k, c := range m.cs.keyCols {
+			types[k] = m.cs.schema.Field(c).Type
+		}
+		m.stats = newKeyStats(types, m.budget/4)
+		for a := range m.acts.all {
+			rec := m.recs[a.b]
+			for k, c := range m.cs.keyCols {
+				m.stats.cols[k].add(rec.Column(c), a.i)
+			}
+		}
+	}
+	return m.stats
 }
 
 func (m *memKeys) filter(sc *iceberg.Schema) iceberg.BooleanExpression {
-	return keyFilter(sc, m.recs, m.cs.keyCols, m.cs.keyNames, func(yield func(b, i int) bool) {
-		for a := range m.acts.all {
-			if !yield(a.b, a.i) {
-				return
-			}
-		}
-	})
+	return m.keyStats().filter(sc, m.cs.keyNames)
 }
 
-func (m *memKeys) matcher() keyMatcher { return m.acts }
+func (m *memKeys) matcher() keyMatcher {
+	if m.one == nil {
+		m.one = m.acts
+		if len(m.cs.keyCols) == 1 {
+			if c := m.keyStats().cols[0]; c.like != nil && c.distinct() >= 0 {
+				m.one = newIntMatcher(c, m.budget)
+			}
+		}
+	}
+	return m.one
+}
 
 func (m *memKeys) groups(context.Context) iter.Seq2[keyMatcher, error] {
-	return func(yield func(keyMatcher, error) bool) { yield(m.acts, nil) }
+	return func(yield func(keyMatcher, error) bool) { yield(m.matcher(), nil) }
 }
 
 func (m *memKeys) count() int64 { return int64(m.acts.n) }
@@ -113,6 +140,9 @@ func (m *memKeys) rows(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] 
 }
 
 func (m *memKeys) release() {
+	if m.one != nil && m.one != keyMatcher(m.acts) {
+		m.one.release()
+	}
 	m.acts.release()
 	releaseAll(m.recs)
 }
@@ -457,8 +487,9 @@ func newIntMatcher(c *colStats, budget int64) *intMatcher {
 		return m
 	}
 	// Two flat bitmaps of span bits take span/4 bytes: within half the
-	// budget, they replace the roaring bitmap's lookups by a bit test.
-	if span := uint64(c.hi) - uint64(c.lo); span < uint64(budget)*2 {
+	// budget, and for keys no sparser than one in 256 values, they replace
+	// the roaring bitmap's lookups by a bit test.
+	if span := uint64(c.hi) - uint64(c.lo); span < uint64(budget)*2 && span/4 <= 64*uint64(c.n) {
 		words := span/64 + 1
 		m.flat, m.foundBits = make([]uint64, words), make([]uint64, words)
 		it := c.ints.Iterator()

@@ -20,9 +20,9 @@ import (
 )
 
 // Source is the USING side of a MERGE: a stream of rows with its schema.
-// Merge reads it once, into memory or, past half the memory budget
-// (WithMemoryBudget), into runs on disk, and releases every batch it
-// yields.
+// Merge reads it once, into memory or, past a quarter of the memory
+// budget (WithMemoryBudget), into runs on disk, and releases every batch
+// it yields.
 type Source struct {
 	// Name is what the source is called when the statement gives it no
 	// alias; "" means the statement's name for it: a table name's last
@@ -111,7 +111,7 @@ type insertWork struct {
 // DELETE. Statements that cannot run fail with ErrBadMerge.
 //
 // The source is held in memory (one copy of its rows plus a hash index)
-// while it fits half the memory budget (WithMemoryBudget); past it, it
+// while it fits a quarter of the memory budget (WithMemoryBudget); past it, it
 // goes to runs on disk, each joined with the candidate files in turn
 // (their match columns read once per run), the source rows of the target
 // rows a WHEN MATCHED clause touches written aside for the rewrite. The

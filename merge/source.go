@@ -12,9 +12,11 @@ import (
 )
 
 // sourceRows are the rows of a MERGE source, numbered from 0 in the order
-// read: in memory when they fit half the memory budget, else all of them
-// in runs on disk, each run within half the budget, each read back in
-// turn.
+// read: in memory when they fit a quarter of the memory budget, else all
+// of them in runs on disk, each run within a quarter of the budget, read
+// back one at a time (a run is joined with its index, about half its
+// size again, and its batch is built from the rows held before it is
+// written, so each phase holds about half the budget).
 type sourceRows struct {
 	schema *arrow.Schema
 	mem    arrow.RecordBatch // every row, when nothing spilled
@@ -51,10 +53,11 @@ func (s *sourceRows) release() {
 }
 
 // readSource reads every source row, checking the batches' schemas;
-// past half the budget the rows go to runs on disk under dir. Each batch
-// is also handed to seen (the source statistics of the first plan).
+// past a quarter of the budget the rows go to runs on disk under dir. Each
+// batch is also handed to seen (the source statistics of the first plan).
 func readSource(source Source, budget int64, dir string, seen func(arrow.RecordBatch)) (*sourceRows, error) {
 	s := &sourceRows{schema: source.Schema}
+	runBytes := max(budget/4, 1)
 	var held []arrow.RecordBatch
 	var heldBytes int64
 	defer func() { releaseAll(held) }()
@@ -105,7 +108,7 @@ func readSource(source Source, budget int64, dir string, seen func(arrow.RecordB
 		}
 		// A batch larger than a run is cut into slices that fit.
 		size := rows.RecordSize(rec)
-		parts := max(1, min(rec.NumRows(), 2*size/max(budget/2, 1)))
+		parts := max(1, min(rec.NumRows(), 2*size/runBytes))
 		step := (rec.NumRows() + parts - 1) / parts
 		for lo := int64(0); lo < rec.NumRows(); lo += step {
 			part := rec
@@ -117,7 +120,7 @@ func readSource(source Source, budget int64, dir string, seen func(arrow.RecordB
 			held = append(held, part)
 			heldBytes += size / parts
 			s.n += part.NumRows()
-			if heldBytes > budget/2 {
+			if heldBytes > runBytes {
 				if err := flush(); err != nil {
 					rec.Release()
 					s.release()
@@ -203,6 +206,12 @@ type joinIndex struct {
 	first []int32 // slot -> its first row
 	next  []int32 // row -> the next row of its key, -1 at the end
 	n     int     // rows indexed
+	// One integer-like key: the least and greatest key, and when the keys
+	// are dense enough a bitmap of them (bit x-lo), so that most target
+	// rows are turned away by a comparison or a bit test, unhashed.
+	ints   bool
+	lo, hi int64
+	bits   []uint64
 }
 
 // buildJoinIndex indexes the rows of src (source schema) by join key.
@@ -237,7 +246,45 @@ func buildJoinIndex(ctx context.Context, p *plan, src arrow.RecordBatch) (*joinI
 		}
 		x.n++
 	}
+	if len(cols) == 1 {
+		x.intRange(rec.Column(0))
+	}
 	return x, nil
+}
+
+// intRange sets up the integer fast path of a single key column.
+func (x *joinIndex) intRange(col arrow.Array) {
+	if x.n == 0 {
+		return
+	}
+	if !isIntArray(col) {
+		return
+	}
+	first := true
+	for i := range col.Len() {
+		if col.IsNull(i) {
+			continue
+		}
+		v, _ := intValue(col, i)
+		if first || v < x.lo {
+			x.lo = v
+		}
+		if first || v > x.hi {
+			x.hi = v
+		}
+		first = false
+	}
+	x.ints = true
+	if span := uint64(x.hi) - uint64(x.lo); span/8 <= 8*uint64(x.n) && span < 1<<32 {
+		x.bits = make([]uint64, span/64+1)
+		for i := range col.Len() {
+			if !col.IsNull(i) {
+				v, _ := intValue(col, i)
+				d := uint64(v) - uint64(x.lo)
+				x.bits[d/64] |= 1 << (d % 64)
+			}
+		}
+	}
 }
 
 // keyRecord is a record of the key arrays (columns k0, k1, ...).
@@ -261,6 +308,33 @@ func (x *joinIndex) probe(keys []arrow.Array, n int) (tIdx, sIdx []int64) {
 	}
 	rec := joinKeyRecord(keys, int64(n))
 	defer rec.Release()
+	if x.ints {
+		if col := keys[0]; isIntArray(col) {
+			for i := range n {
+				if col.IsNull(i) {
+					continue
+				}
+				v, _ := intValue(col, i)
+				if v < x.lo || v > x.hi {
+					continue
+				}
+				if x.bits != nil {
+					if d := uint64(v) - uint64(x.lo); x.bits[d/64]&(1<<(d%64)) == 0 {
+						continue
+					}
+				}
+				slot := x.idx.find(rows.HashInt(v), rec, i)
+				if slot < 0 {
+					continue
+				}
+				for s := x.first[slot]; s >= 0; s = x.next[s] {
+					tIdx = append(tIdx, int64(i))
+					sIdx = append(sIdx, int64(s))
+				}
+			}
+			return tIdx, sIdx
+		}
+	}
 	hashes := rows.HashKeys(rec, x.idx.keyPos, nil)
 	for i, h := range hashes {
 		if nullIn(rec, x.idx.keyPos, i) {

@@ -41,7 +41,7 @@ func (cs *changeSet) writeUpserts(ctx context.Context, tbl *table.Table, res *Re
 			releaseAll(recs)
 			return nil, nil, err
 		}
-		keys := &memKeys{cs: cs, recs: recs, acts: acts}
+		keys := &memKeys{cs: cs, recs: recs, acts: acts, budget: cs.o.budget() / 2}
 		res.Upserts, res.Deletes = acts.upserts, acts.deletes
 		if acts.upserts == 0 {
 			return keys, nil, nil
