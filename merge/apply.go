@@ -251,18 +251,29 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 		Expect:             o.ExpectProperties,
 		CommitEmpty:        o.CommitEmpty,
 	}, func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		// pending waits for the upserted rows' files while they are being
+		// written beside the deletes and the first match pass.
+		var pending func() ([]iceberg.DataFile, error)
+		own := func() {
+			if pending != nil {
+				files, _ := pending()
+				reuse.Own(paths(files)...)
+				pending = nil
+			}
+		}
 		if !written {
 			written = true
 			var err error
-			acts, insertFiles, err = cs.writeUpserts(ctx, tbl, res)
-			reuse.Own(paths(insertFiles)...)
+			acts, pending, err = cs.writeUpserts(ctx, tbl, res)
 			if err != nil {
+				own()
 				return nil, err
 			}
 			if o.DeleteMode == DeleteEquality && acts.count() > 0 {
 				deleteFiles, err = cs.equalityDeletes(ctx, tbl, acts)
 				reuse.Own(paths(deleteFiles)...)
 				if err != nil {
+					own()
 					return nil, err
 				}
 			}
@@ -272,12 +283,32 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 			req.Filter = acts.filter(tbl.Schema())
 			var err error
 			if found, err = cs.matchTable(ctx, tbl, o.Branch, req.Filter, acts, found); err != nil {
+				own()
 				return nil, err
 			}
 			// The batches hold the key columns in key order (MatchColumns).
 			req.Visitor = &write.Visitor{MatchColumns: cs.keyNames, Match: found.match}
 		}
-		return write.Prepare(ctx, req)
+		r, err := write.Prepare(ctx, req)
+		if pending != nil {
+			files, werr := pending()
+			pending = nil
+			insertFiles = files
+			reuse.Own(paths(files)...)
+			if err == nil && werr != nil {
+				err = werr
+			}
+			if err == nil {
+				r.AddData = append(r.AddData, files...)
+				for _, f := range files {
+					r.RowsAdded += f.Count()
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("apply to %s: %w", name, err)

@@ -20,34 +20,48 @@ import (
 
 // writeUpserts reduces the change set to one action per key and writes the
 // upserted rows as data files of tbl, counting the actions in res. It
-// returns the keys that have an action and the files written (also on
-// error, for cleanup).
+// returns the keys that have an action and a function that waits for the
+// files written (returned also on error, for cleanup).
 //
-// A change set held in memory whole is reduced at once, its upserted rows
-// taken from the change batches. A spilled one is reduced a partition at a
-// time as the writer asks for rows, each partition's upserted rows handed
-// to the writer and its action keys gathered in a keyStore.
-func (cs *changeSet) writeUpserts(ctx context.Context, tbl *table.Table, res *Result) (actionKeys, []iceberg.DataFile, error) {
+// A change set held in memory whole is reduced at once, and its upserted
+// rows, taken from the change batches, are written in the background: the
+// deletes and the match pass need only the keys. A spilled one is reduced
+// a partition at a time as the writer asks for rows, each partition's
+// upserted rows handed to the writer and its action keys gathered in a
+// keyStore, so it is written before writeUpserts returns.
+func (cs *changeSet) writeUpserts(ctx context.Context, tbl *table.Table, res *Result) (actionKeys, func() ([]iceberg.DataFile, error), error) {
+	done := func(files []iceberg.DataFile, err error) func() ([]iceberg.DataFile, error) {
+		return func() ([]iceberg.DataFile, error) { return files, err }
+	}
 	if !cs.part.Spilled() {
 		var recs []arrow.RecordBatch
 		for p, err := range cs.part.Partitions() {
 			if err != nil {
-				return nil, nil, err
+				return nil, done(nil, nil), err
 			}
 			recs = append(recs, p...)
 		}
 		acts, err := cs.reduce(recs)
 		if err != nil {
 			releaseAll(recs)
-			return nil, nil, err
+			return nil, done(nil, nil), err
 		}
 		keys := &memKeys{cs: cs, recs: recs, acts: acts, budget: cs.o.budget() / 2}
 		res.Upserts, res.Deletes = acts.upserts, acts.deletes
 		if acts.upserts == 0 {
-			return keys, nil, nil
+			return keys, done(nil, nil), nil
 		}
-		files, err := write.WriteRows(ctx, tbl, cs.upsertRows(ctx, recs, acts))
-		return keys, files, err
+		var files []iceberg.DataFile
+		var werr error
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			files, werr = write.WriteRows(ctx, tbl, cs.upsertRows(ctx, recs, acts))
+		}()
+		return keys, func() ([]iceberg.DataFile, error) {
+			<-wrote
+			return files, werr
+		}, nil
 	}
 	fields := make([]arrow.Field, len(cs.keyCols))
 	for k, c := range cs.keyCols {
@@ -78,16 +92,10 @@ func (cs *changeSet) writeUpserts(ctx context.Context, tbl *table.Table, res *Re
 	}
 	if err != nil {
 		ks.release()
-		return nil, files, err
+		return nil, done(files, nil), err
 	}
-	return ks, files, nil
+	return ks, done(files, nil), nil
 }
-
-// testHookSpill, set by tests only, is told how much a spilled change set
-// of Apply wrote to disk, how many of its partitions were split again, and
-// in how many groups its keys were matched (or a MERGE source's rows, the
-// second number 0).
-var testHookSpill func(spilled, repartitioned int64, groups int)
 
 // reducePartition reduces one partition of a spilled change set: its
 // action keys go to ks, its upserted rows to yield. It reports false when
@@ -283,3 +291,9 @@ func (cs *changeSet) matchTable(ctx context.Context, tbl *table.Table, branch st
 	}
 	return t, nil
 }
+
+// testHookSpill, set by tests only, is told how much a spilled change set
+// of Apply wrote to disk, how many of its partitions were split again, and
+// in how many groups its keys were matched (or a MERGE source's rows, the
+// second number 0).
+var testHookSpill func(spilled, repartitioned int64, groups int)
