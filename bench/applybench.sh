@@ -3,17 +3,22 @@
 # quarter DELETE) into a 10M-row table in each delete mode, with peak RSS,
 # against a plain append of the same rows. Builds bench/cmd/applybench,
 # builds each layout's warehouse once (flat: unpartitioned; daily:
-# partitioned by day(created)), keeps a pristine copy, and then runs
-# ROUNDS rounds, each measurement in its own process on a fresh copy of
-# the warehouse. Within a round, every layout and key distribution runs
-# baseline, equality, position, dv and cow; the order is reversed every
-# other round. Summarised by bench/cmd/benchratio (ratio equality/baseline,
+# partitioned by day(created)), keeps a pristine copy, writes the change
+# rows of each key distribution once to an Arrow IPC file (every run
+# streams them from it, as floe apply reads a file), and then runs ROUNDS
+# rounds, each measurement in its own process on a fresh copy of the
+# warehouse. Within a round, every layout and key distribution runs the
+# modes (baseline, equality, position, dv, cow; merge-cow, merge-position
+# and merge-dv run MERGE INTO with the same rows as source); the order is
+# reversed every other round. Summarised by bench/cmd/benchratio (PAIRS,
+# default equality/baseline goal 1.5, position/baseline and dv/baseline
 # goal 2).
 #
 #   bench/applybench.sh [ROUNDS]                 # default 3
 #   ROWS=1000000 FILE_ROWS=100000 CHANGES=100000 bench/applybench.sh 1   # a smaller run
 #   LAYOUTS=flat KEYS=uniform MODES='equality baseline' bench/applybench.sh 3
 #   ROOT=/path OUT=/path bench/applybench.sh     # where warehouses and results go
+#   MEMORY_BUDGET=268435456 bench/applybench.sh  # merge.WithMemoryBudget (default: floe's)
 #
 # Disk: about 2 x 1.2 GB per layout at 10M rows (a pristine copy and a
 # working copy, hard-linked where files are never rewritten); removed at
@@ -27,11 +32,13 @@ changes=${CHANGES:-1000000}
 layouts=${LAYOUTS:-flat daily}
 keys=${KEYS:-clustered uniform}
 modes=${MODES:-baseline equality position dv cow}
+pairs=${PAIRS:-equality/baseline:1.5,position/baseline:2,dv/baseline:2}
+budget=${MEMORY_BUDGET:-0}
 root=${ROOT:-$(mktemp -d "${TMPDIR:-/tmp}/floe-applybench.XXXXXX")}
 out=${OUT:-$root/results}
 mkdir -p "$root/work" "$root/pristine" "$out"
 if [[ "${KEEP:-0}" != 1 ]]; then
-	trap 'rm -rf "$root/work" "$root/pristine"' EXIT
+	trap 'rm -rf "$root/work" "$root/pristine" "$root"/changes-*.arrow' EXIT
 fi
 bin=$root/applybench
 go build -o "$bin" ./bench/cmd/applybench
@@ -39,7 +46,7 @@ go build -o "$root/benchratio" ./bench/cmd/benchratio
 size=(-rows "$rows" -file-rows "$file_rows")
 {
 	echo "# $(date -u +%FT%TZ) $(uname -srm), $(nproc) cores, $(go env GOVERSION), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "# rows=$rows file_rows=$file_rows changes=$changes rounds=$rounds layouts='$layouts' keys='$keys' modes='$modes' GOGC=${GOGC:-100} GOMEMLIMIT=${GOMEMLIMIT:-off}"
+	echo "# rows=$rows file_rows=$file_rows changes=$changes rounds=$rounds layouts='$layouts' keys='$keys' modes='$modes' memory_budget=$budget GOGC=${GOGC:-100} GOMEMLIMIT=${GOMEMLIMIT:-off}"
 	echo "# load average before the build: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/machine.txt"
 
@@ -61,6 +68,14 @@ for l in $layouts; do
 	fi
 done
 
+for k in $keys; do
+	if [[ ! -f "$root/changes-$k-$changes.arrow" ]]; then
+		l=${layouts%% *}
+		fresh "$l"
+		"$bin" -phase changes -warehouse "$root/work/$l" -layout "$l" -keys "$k" "${size[@]}" -changes "$changes" -changes-file "$root/changes-$k-$changes.arrow" 2>&1 | tail -n 1 | tee -a "$out/machine.txt"
+	fi
+done
+
 for r in $(seq 1 "$rounds"); do
 	order=$modes
 	if ((r % 2 == 0)); then
@@ -74,11 +89,12 @@ for r in $(seq 1 "$rounds"); do
 				fresh "$l"
 				echo "# $l/$k/$m load average $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/round-$r.txt"
 				"$bin" -phase apply -warehouse "$root/work/$l" -layout "$l" -keys "$k" -mode "$m" "${size[@]}" -changes "$changes" \
+					-changes-file "$root/changes-$k-$changes.arrow" -memory-budget "$budget" \
 					| tee -a "$out/round-$r.txt" >&2
 			done
 		done
 	done
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
-"$root/benchratio" -pairs 'equality/baseline:2' "$out"/round-*.txt | tee "$out/summary.md"
+"$root/benchratio" -pairs "$pairs" "$out"/round-*.txt | tee "$out/summary.md"
 echo "# rounds and summary in $out" >&2

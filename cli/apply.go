@@ -23,6 +23,7 @@ func applyCommand(a *app) *cobra.Command {
 		inputFormat                                        string
 		props                                              []string
 		allowKey                                           bool
+		budgetOpts                                         func() ([]merge.Option, error)
 	)
 	c := &cobra.Command{
 		Use:   "apply NS.T --changes FILE --key COL[,COL...]",
@@ -38,7 +39,8 @@ Rows are removed copy-on-write or merge-on-read as the table's write.merge.mode 
 --delete-mode position forces position deletes (deletion vectors on v3), --delete-mode
 equality writes equality deletes without reading the table's rows (PyIceberg 0.12 cannot
 read tables with equality deletes: floe warns; table compact removes them). --property k=v
-sets table properties (watermarks) in the same commit.
+sets table properties (watermarks) in the same commit. Past half of --memory-budget
+(default 512MiB) the change rows spill to temporary files, partitioned by key.
 
 On a table with identifier fields, --key must be them: applying by another column can
 give several rows one identifier value, so it is refused unless
@@ -89,6 +91,11 @@ give several rows one identifier value, so it is refused unless
 			}
 			defer r.Close()
 			opts := []merge.Option{merge.WithDeleteMode(dm), merge.WithBranch(branch)}
+			bo, err := budgetOpts()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, bo...)
 			if seq != "" {
 				opts = append(opts, merge.WithSequenceColumn(seq))
 			}
@@ -124,6 +131,7 @@ give several rows one identifier value, so it is refused unless
 	f.StringVar(&deleteMode, "delete-mode", "", "position or equality (default: the table's write.merge.mode)")
 	f.StringArrayVar(&props, "property", nil, "table property k=v committed with the changes (repeatable)")
 	f.StringVar(&branch, "branch", "", "write to this branch")
+	budgetOpts = memoryBudgetFlag(f)
 	return c
 }
 

@@ -22,6 +22,7 @@ func init() { extraCommands = append(extraCommands, mergeCommand) }
 func mergeCommand(a *app) *cobra.Command {
 	var branch string
 	var props []string
+	var budgetOpts func() ([]merge.Option, error)
 	c := &cobra.Command{
 		Use:   `merge "MERGE INTO NS.T [AS t] USING SOURCE [AS s] ON ... WHEN ..."`,
 		Short: "Run a SQL MERGE INTO statement (Spark SQL semantics) in one commit",
@@ -35,7 +36,8 @@ extensions):
 
 The source is a quoted file path (Parquet, CSV with a header row, JSON Lines; the
 format comes from the extension) or a table of the catalog, read at its current
-snapshot. It is loaded in memory. File columns named like target columns are read
+snapshot. It is held in memory up to half of --memory-budget (default 512MiB) and
+spills to temporary files beyond. File columns named like target columns are read
 with the target's types; other columns keep their Parquet types, are strings in
 CSV, and take the type their JSON values have (boolean, long, double or string).
 
@@ -80,6 +82,11 @@ properties also when no row changes). On any error nothing is committed.`,
 			}
 			defer closeSrc()
 			opts := []merge.Option{merge.WithBranch(branch)}
+			bo, err := budgetOpts()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, bo...)
 			if len(p) > 0 {
 				// Properties (watermarks) advance even when no row changes.
 				opts = append(opts, merge.WithCommitProperties(p), merge.WithCommitEmpty())
@@ -101,6 +108,7 @@ properties also when no row changes). On any error nothing is committed.`,
 	}
 	c.Flags().StringVar(&branch, "branch", "", "merge into this branch")
 	c.Flags().StringArrayVar(&props, "property", nil, "table property k=v committed with the merge (repeatable)")
+	budgetOpts = memoryBudgetFlag(c.Flags())
 	return c
 }
 

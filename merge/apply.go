@@ -4,21 +4,14 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
-	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/rowfile"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/write"
 )
 
@@ -88,6 +81,9 @@ type Options struct {
 	// NonIdentifierKey (Apply only) allows key columns that are not the
 	// table's identifier fields (see WithNonIdentifierKey).
 	NonIdentifierKey bool
+	// MemoryBudget and TempDir: see WithMemoryBudget and WithTempDir.
+	MemoryBudget int64
+	TempDir      string
 }
 
 // Option sets an Option field.
@@ -154,10 +150,13 @@ type Result struct {
 	FilesScanned int
 	RowsAdded    int64
 	RowsRemoved  int64
-	Mode         string
-	SnapshotID   int64
-	Attempts     int
-	Committed    bool
+	// Spilled is the number of bytes of change rows and keys written to
+	// temporary files (0: they stayed in memory; see WithMemoryBudget).
+	Spilled    int64
+	Mode       string
+	SnapshotID int64
+	Attempts   int
+	Committed  bool
 	// CommitID is the commit's id (commit.PropCommitID); AnswerLost
 	// reports that the catalog's answer was lost and floe found the commit
 	// on the table (see package commit).
@@ -198,13 +197,6 @@ func ChangeColumns(target *arrow.Schema, changeType, sequence string) []arrow.Fi
 	return out
 }
 
-// action is the final action for one key.
-type action struct {
-	upsert bool
-	none   bool // the key's changes do nothing (a lone before-image)
-	b, i   int  // the row (INSERT/UPDATE_AFTER for upserts)
-}
-
 // Apply upserts and deletes rows of the table ident by key, from change
 // rows (schema src): INSERT and UPDATE_AFTER upsert the row, DELETE
 // removes the key, UPDATE_BEFORE is ignored (without a sequence column).
@@ -232,19 +224,7 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 		return nil, fmt.Errorf("apply to %s: %w", name, err)
 	}
 	defer cs.release()
-	acts, err := cs.actions(&o)
-	if err != nil {
-		return nil, fmt.Errorf("apply to %s: %w", name, err)
-	}
-	defer acts.release()
 	res := &Result{}
-	for a := range acts.all {
-		if a.upsert {
-			res.Upserts++
-		} else {
-			res.Deletes++
-		}
-	}
 	mode, err := write.ModeFor(tbl.Properties(), write.OpMerge)
 	if err != nil {
 		return nil, err
@@ -256,9 +236,18 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	if o.DeleteMode == DeleteEquality {
 		res.Mode = "merge-on-read (equality deletes)"
 	}
-	// Inserts (and equality deletes) are written once, at the first
-	// attempt, and reused by every later one; package commit owns them.
+	// The changes are reduced to one action per key at the first attempt,
+	// as their upserted rows are written. Inserts (and equality deletes)
+	// are written once, at the first attempt, and reused by every later
+	// one; package commit owns them.
 	var insertFiles, deleteFiles []iceberg.DataFile
+	var acts actionKeys
+	defer func() {
+		if acts != nil {
+			acts.release()
+		}
+	}()
+	var found *tableMatch
 	written := false
 	out, err := commit.Run(ctx, cat, ident, commit.Options{
 		Branch:             o.Branch,
@@ -267,48 +256,73 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 		Expect:             o.ExpectProperties,
 		CommitEmpty:        o.CommitEmpty,
 	}, func(ctx context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		// pending waits for the upserted rows' files while they are being
+		// written beside the deletes and the first match pass.
+		var pending func() ([]iceberg.DataFile, error)
+		own := func() {
+			if pending != nil {
+				files, _ := pending()
+				reuse.Own(paths(files)...)
+				pending = nil
+			}
+		}
 		if !written {
 			written = true
 			var err error
-			if res.Upserts > 0 {
-				insertFiles, err = write.WriteRows(ctx, tbl, cs.upsertRows(ctx, acts))
-				reuse.Own(paths(insertFiles)...)
-				if err != nil {
-					return nil, err
-				}
+			acts, pending, err = cs.writeUpserts(ctx, tbl, res)
+			if err != nil {
+				own()
+				return nil, err
 			}
-			if o.DeleteMode == DeleteEquality && acts.n > 0 {
+			if o.DeleteMode == DeleteEquality && acts.count() > 0 {
 				deleteFiles, err = cs.equalityDeletes(ctx, tbl, acts)
 				reuse.Own(paths(deleteFiles)...)
 				if err != nil {
+					own()
 					return nil, err
 				}
 			}
 		}
 		req := write.Request{Table: tbl, Branch: o.Branch, Mode: mode, InsertFiles: insertFiles, DeleteFiles: deleteFiles, Reuse: reuse}
-		if o.DeleteMode != DeleteEquality && acts.n > 0 {
-			req.Filter = cs.keyFilter(tbl, acts)
+		if o.DeleteMode != DeleteEquality && acts.count() > 0 {
+			req.Filter = acts.filter(tbl.Schema())
+			var err error
+			if found, err = cs.matchTable(ctx, tbl, o.Branch, req.Filter, acts, found); err != nil {
+				own()
+				return nil, err
+			}
 			// The batches hold the key columns in key order (MatchColumns).
-			req.Visitor = &write.Visitor{MatchColumns: cs.keyNames, Match: func(_ context.Context, _ iceberg.DataFile, b scan.Batch) ([]bool, error) {
-				slots, _ := acts.lookup(b.Rec, nil, nil)
-				out := make([]bool, len(slots))
-				for i, s := range slots {
-					if s >= 0 {
-						out[i] = true
-						acts.matched[s].Store(true)
-					}
-				}
-				return out, nil
-			}}
+			req.Visitor = &write.Visitor{MatchColumns: cs.keyNames, Match: found.match}
 		}
-		return write.Prepare(ctx, req)
+		r, err := write.Prepare(ctx, req)
+		if pending != nil {
+			files, werr := pending()
+			pending = nil
+			insertFiles = files
+			reuse.Own(paths(files)...)
+			if err == nil && werr != nil {
+				err = werr
+			}
+			if err == nil {
+				r.AddData = append(r.AddData, files...)
+				for _, f := range files {
+					r.RowsAdded += f.Count()
+				}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("apply to %s: %w", name, err)
 	}
 	res.Committed, res.SnapshotID, res.Attempts, res.Table = out.Committed, out.SnapshotID, out.Attempts, out.Table
 	res.CommitID, res.AnswerLost = out.CommitID, out.AnswerLost
-	res.Matched = acts.countMatched()
+	if found != nil {
+		res.Matched = found.found()
+	}
 	if out.Result != nil {
 		res.RowsAdded, res.RowsRemoved = out.Result.RowsAdded, out.Result.RowsRemoved
 		res.FilesScanned = out.Result.FilesScanned
@@ -338,310 +352,4 @@ func seqInts(n int) []int {
 		out[i] = i
 	}
 	return out
-}
-
-// changeSet holds the change rows in the table's shape plus the change
-// type and sequence columns.
-type changeSet struct {
-	recs     []arrow.RecordBatch
-	schema   *arrow.Schema // table columns, then extras
-	nTable   int
-	tableSch *arrow.Schema
-	keyCols  []int // in recs
-	keyNames []string
-	typeCol  int
-	seqCol   int // -1 when none
-}
-
-func (cs *changeSet) release() {
-	for _, r := range cs.recs {
-		r.Release()
-	}
-}
-
-func collect(ctx context.Context, tbl *table.Table, src *arrow.Schema, changes iter.Seq2[arrow.RecordBatch, error], keys []string, o *Options) (*changeSet, error) {
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("%w: no key columns given", ErrBadChanges)
-	}
-	target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		return nil, err
-	}
-	extra := []arrow.Field{{Name: o.ChangeTypeColumn, Type: arrow.BinaryTypes.String, Nullable: false}}
-	seqInTable := false
-	if o.SequenceColumn != "" {
-		if len(target.FieldIndices(o.SequenceColumn)) > 0 {
-			seqInTable = true
-		} else {
-			extra = append(extra, arrow.Field{Name: o.SequenceColumn, Type: arrow.PrimitiveTypes.Int64, Nullable: false})
-		}
-	}
-	for _, m := range metadataColumns {
-		if m != o.ChangeTypeColumn && m != o.SequenceColumn && len(src.FieldIndices(m)) > 0 {
-			extra = append(extra, arrow.Field{Name: m, Type: src.Field(src.FieldIndices(m)[0]).Type, Nullable: true})
-		}
-	}
-	if len(src.FieldIndices(o.ChangeTypeColumn)) == 0 {
-		return nil, fmt.Errorf("%w: the changes have no %s column (INSERT, UPDATE_BEFORE, UPDATE_AFTER or DELETE per row)", ErrBadChanges, o.ChangeTypeColumn)
-	}
-	r, err := rowfile.FromRecords(ctx, "changes", src, changes, rowfile.ReadOptions{Target: target, Extra: extra})
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	cs := &changeSet{schema: r.Schema(), nTable: target.NumFields(), tableSch: target, seqCol: -1}
-	for rec, err := range r.All() {
-		if err != nil {
-			cs.release()
-			return nil, err
-		}
-		cs.recs = append(cs.recs, rec)
-	}
-	for _, k := range keys {
-		idx := target.FieldIndices(k)
-		if len(idx) == 0 {
-			for i, f := range target.Fields() {
-				if strings.EqualFold(f.Name, k) {
-					idx = []int{i}
-				}
-			}
-		}
-		if len(idx) == 0 {
-			cs.release()
-			return nil, fmt.Errorf("%w: key column %q is not a column of the table (columns: %s)", ErrBadChanges, k, fieldNames(target))
-		}
-		cs.keyCols = append(cs.keyCols, idx[0])
-		cs.keyNames = append(cs.keyNames, target.Field(idx[0]).Name)
-	}
-	if err := checkKeyIdentifier(tbl, cs.keyNames, o); err != nil {
-		cs.release()
-		return nil, err
-	}
-	cs.typeCol = cs.schema.FieldIndices(o.ChangeTypeColumn)[0]
-	if o.SequenceColumn != "" {
-		if seqInTable {
-			cs.seqCol = target.FieldIndices(o.SequenceColumn)[0]
-		} else {
-			cs.seqCol = cs.schema.FieldIndices(o.SequenceColumn)[0]
-		}
-	}
-	return cs, nil
-}
-
-func fieldNames(s *arrow.Schema) string {
-	n := make([]string, s.NumFields())
-	for i, f := range s.Fields() {
-		n[i] = f.Name
-	}
-	return strings.Join(n, ", ")
-}
-
-// Change types ranked in the order ties of one sequence value apply:
-// UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT.
-const (
-	kindUpdateBefore int8 = iota
-	kindDelete
-	kindUpdateAfter
-	kindInsert
-)
-
-// kindNames are the change types by rank.
-var kindNames = [...]string{kindUpdateBefore: UpdateBefore, kindDelete: Delete, kindUpdateAfter: UpdateAfter, kindInsert: Insert}
-
-// parseKind returns the rank of a change type (case-insensitive), or -1.
-func parseKind(s string) int8 {
-	for r, k := range kindNames {
-		if s == k {
-			return int8(r)
-		}
-	}
-	for r, k := range kindNames {
-		if strings.EqualFold(s, k) {
-			return int8(r)
-		}
-	}
-	return -1
-}
-
-type event struct {
-	seq  int64
-	b, i int32
-	ord  int32 // arrival order
-	next int32 // the next event of the same key, -1 at the end
-	kind int8  // rank in kindNames
-}
-
-// actions reduces the changes to one action per key. The caller releases
-// the set.
-func (cs *changeSet) actions(o *Options) (*actionSet, error) {
-	total := 0
-	for _, rec := range cs.recs {
-		total += int(rec.NumRows())
-	}
-	idx := newKeyIndex(cs.recs, cs.keyCols, total)
-	ok := false
-	defer func() {
-		if !ok {
-			idx.release()
-		}
-	}()
-	// Events chain per key slot, head to tail, by index.
-	events := make([]event, 0, total)
-	head := make([]int32, 0, total)
-	tail := make([]int32, 0, total)
-	var hashes []uint64
-	n := 0
-	for b, rec := range cs.recs {
-		kinds := rec.Column(cs.typeCol).(*array.String)
-		var seqCol arrow.Array
-		if cs.seqCol >= 0 {
-			seqCol = rec.Column(cs.seqCol)
-		}
-		hashes = rows.HashKeys(rec, cs.keyCols, hashes)
-		for i := 0; i < int(rec.NumRows()); i++ {
-			kind := parseKind(kinds.Value(i))
-			if kind < 0 {
-				return nil, fmt.Errorf("%w: row %d: %s %q is not INSERT, UPDATE_BEFORE, UPDATE_AFTER or DELETE", ErrBadChanges, n, o.ChangeTypeColumn, kinds.Value(i))
-			}
-			for _, k := range cs.keyCols {
-				if rec.Column(k).IsNull(i) {
-					return nil, fmt.Errorf("%w: row %d (%s): key column %s is NULL", ErrBadChanges, n, kindNames[kind], rec.Schema().Field(k).Name)
-				}
-			}
-			ev := event{b: int32(b), i: int32(i), kind: kind, ord: int32(n), next: -1}
-			if seqCol != nil {
-				if seqCol.IsNull(i) {
-					return nil, fmt.Errorf("%w: row %d: sequence column %s is NULL", ErrBadChanges, n, o.SequenceColumn)
-				}
-				ev.seq = seqValue(seqCol, i)
-			}
-			e := int32(len(events))
-			events = append(events, ev)
-			if slot, added := idx.insert(hashes[i], b, i); added {
-				head = append(head, e)
-				tail = append(tail, e)
-			} else {
-				events[tail[slot]].next = e
-				tail[slot] = e
-			}
-			n++
-		}
-	}
-	set := &actionSet{idx: idx, act: make([]action, len(head)), matched: make([]atomic.Bool, len(head))}
-	var evs []event
-	for slot, h := range head {
-		a, err := cs.reduce(events, h, tail[slot], &evs)
-		if err != nil {
-			return nil, err
-		}
-		set.act[slot] = a
-		if !a.none {
-			set.n++
-		}
-	}
-	ok = true
-	return set, nil
-}
-
-// reduce returns the action of the key whose events chain from h to t.
-func (cs *changeSet) reduce(events []event, h, t int32, scratch *[]event) (action, error) {
-	if h == t {
-		// One change for the key, the common case: as below, without the
-		// sorting and copying.
-		e := events[h]
-		switch {
-		case cs.seqCol >= 0:
-			return action{upsert: e.kind >= kindUpdateAfter, b: int(e.b), i: int(e.i)}, nil
-		case e.kind == kindUpdateBefore: // a lone before-image does nothing
-			return action{none: true}, nil
-		}
-		return action{upsert: e.kind != kindDelete, b: int(e.b), i: int(e.i)}, nil
-	}
-	evs := (*scratch)[:0]
-	for e := h; e >= 0; e = events[e].next {
-		evs = append(evs, events[e])
-	}
-	*scratch = evs
-	if cs.seqCol >= 0 {
-		sort.SliceStable(evs, func(a, b int) bool {
-			if evs[a].seq != evs[b].seq {
-				return evs[a].seq < evs[b].seq
-			}
-			return evs[a].kind < evs[b].kind
-		})
-		last := evs[len(evs)-1]
-		return action{upsert: last.kind >= kindUpdateAfter, b: int(last.b), i: int(last.i)}, nil
-	}
-	var main []event
-	for _, e := range evs {
-		if e.kind != kindUpdateBefore {
-			main = append(main, e)
-		}
-	}
-	if len(main) > 1 {
-		rec := cs.recs[main[0].b]
-		return action{}, fmt.Errorf("%w: %d changes for the key (%s) (rows %d and %d: %s and %s); apply takes at most one action per key: collapse them first (--sequence-column orders them)",
-			ErrCardinality, len(main), rows.FormatKey(rec, cs.keyCols, int(main[0].i)), main[0].ord, main[1].ord, kindNames[main[0].kind], kindNames[main[1].kind])
-	}
-	if len(main) == 0 {
-		return action{none: true}, nil // only before-images: nothing to do
-	}
-	e := main[0]
-	return action{upsert: e.kind != kindDelete, b: int(e.b), i: int(e.i)}, nil
-}
-
-func seqValue(a arrow.Array, i int) int64 {
-	switch c := a.(type) {
-	case *array.Int64:
-		return c.Value(i)
-	case *array.Int32:
-		return int64(c.Value(i))
-	case *array.Timestamp:
-		return int64(c.Value(i))
-	case *array.Date32:
-		return int64(c.Value(i))
-	}
-	return 0
-}
-
-// upsertRows yields the rows of upsert actions in the table's schema.
-func (cs *changeSet) upsertRows(ctx context.Context, acts *actionSet) iter.Seq2[arrow.RecordBatch, error] {
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		idx := make([][]int64, len(cs.recs))
-		for a := range acts.all {
-			if a.upsert {
-				idx[a.b] = append(idx[a.b], int64(a.i))
-			}
-		}
-		cols := seqInts(cs.nTable)
-		for b, rec := range cs.recs {
-			ids := idx[b]
-			if len(ids) == 0 {
-				continue
-			}
-			slices.Sort(ids)
-			t, err := rows.Take(ctx, rec, ids)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			p := rows.Project(t, cs.tableSch, cols)
-			t.Release()
-			if !yield(p, nil) {
-				return
-			}
-		}
-	}
-}
-
-// keyFilter is a conservative Iceberg filter on the keys, for pruning
-// candidate files by partition values and column statistics.
-func (cs *changeSet) keyFilter(tbl *table.Table, acts *actionSet) iceberg.BooleanExpression {
-	return keyFilter(tbl.Schema(), cs.recs, cs.keyCols, cs.keyNames, func(yield func(b, i int) bool) {
-		for a := range acts.all {
-			if !yield(a.b, a.i) {
-				return
-			}
-		}
-	})
 }

@@ -3,6 +3,7 @@ package merge
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,7 +22,7 @@ import (
 // partition columns of the candidate files are read to find the partitions
 // holding each key, so a delete for a row whose partition changed goes to
 // its old partition.
-func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts *actionSet) ([]iceberg.DataFile, error) {
+func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts actionKeys) ([]iceberg.DataFile, error) {
 	if tbl.Metadata().Version() < 2 {
 		return nil, fmt.Errorf("equality deletes need format v2 or later; table %s is v1", scan.FormatIdent(tbl.Identifier()))
 	}
@@ -57,59 +58,53 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 	if err != nil {
 		return nil, err
 	}
-	colIdx := make([]int, as.NumFields())
-	for i, f := range as.Fields() {
-		colIdx[i] = cs.tableSch.FieldIndices(f.Name)[0]
-	}
-	var parts []arrow.RecordBatch
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
+	var parts iter.Seq2[arrow.RecordBatch, error]
 	if partDerived {
 		// The delete columns are the key columns, and acts holds one
-		// action per key: every action is one delete row, no two alike.
-		byBatch := make([][]int64, len(cs.recs))
-		for a := range acts.all {
-			byBatch[a.b] = append(byBatch[a.b], int64(a.i))
+		// action per key: every key is one delete row, no two alike.
+		colIdx := make([]int, as.NumFields())
+		for i, f := range as.Fields() {
+			colIdx[i] = slices.Index(cs.keyNames, f.Name)
 		}
-		for b, idx := range byBatch {
-			if len(idx) == 0 {
-				continue
+		parts = func(yield func(arrow.RecordBatch, error) bool) {
+			for rec, err := range acts.rows(ctx) {
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				p := rows.Project(rec, as, colIdx)
+				rec.Release()
+				if !yield(p, nil) {
+					return
+				}
 			}
-			slices.Sort(idx)
-			// Project first: only the delete columns are taken.
-			p := rows.Project(cs.recs[b], as, colIdx)
-			t, err := rows.Take(ctx, p, idx)
-			p.Release()
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, t)
 		}
 	} else {
 		// NB: before-images in the changes say where the row was in the
 		// source, not necessarily in this table (a per-key changelog keeps
 		// only the last image of a row that moved twice): only the table
 		// knows where its rows are.
-		found, err := cs.lookupPartitions(ctx, tbl, acts, as)
-		if err != nil {
-			return nil, err
-		}
-		parts = found
+		parts = cs.lookupPartitions(ctx, tbl, acts, as)
 	}
 	var given int64
+	var stopErr error
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, p := range parts {
+		for p, err := range parts {
+			if err != nil {
+				stopErr = err
+				yield(nil, err)
+				return
+			}
 			given += p.NumRows()
-			p.Retain()
 			if !yield(p, nil) {
 				return
 			}
 		}
 	}
 	files, err := tbl.NewTransaction().WriteEqualityDeletes(ctx, fieldIDs, seq)
+	if err == nil && stopErr != nil {
+		err = stopErr
+	}
 	if err != nil {
 		return files, fmt.Errorf("write equality deletes: %w", err)
 	}
@@ -127,10 +122,10 @@ func (cs *changeSet) equalityDeletes(ctx context.Context, tbl *table.Table, acts
 
 // lookupPartitions reads the key and partition columns of the rows of the
 // table whose keys are in acts, for keys whose old partition the changes
-// do not say, and returns those columns. A key held by several live rows
-// (a table whose keys are not unique) gives several delete rows, which
-// delete the same rows: harmless.
-func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, acts *actionSet, as *arrow.Schema) ([]arrow.RecordBatch, error) {
+// do not say, and yields those columns; the table is read once per group
+// of keys. A key held by several live rows (a table whose keys are not
+// unique) gives several delete rows, which delete the same rows: harmless.
+func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, acts actionKeys, as *arrow.Schema) iter.Seq2[arrow.RecordBatch, error] {
 	cols := make([]string, as.NumFields())
 	for i, f := range as.Fields() {
 		cols[i] = f.Name
@@ -140,43 +135,45 @@ func (cs *changeSet) lookupPartitions(ctx context.Context, tbl *table.Table, act
 		keyIdx[i] = as.FieldIndices(n)[0]
 	}
 	all := seqInts(as.NumFields())
-	filter := cs.keyFilter(tbl, acts)
-	_, seq, err := scan.Rows(ctx, tbl, scan.Options{Columns: cols, Filter: filter})
-	if err != nil {
-		return nil, err
-	}
-	var out []arrow.RecordBatch
-	var slots []int32
-	var hashes []uint64
-	for rec, err := range seq {
-		if err != nil {
-			for _, o := range out {
-				o.Release()
-			}
-			return nil, err
-		}
-		keys := keyColumns(rec, keyIdx)
-		slots, hashes = acts.lookup(keys, slots, hashes)
-		keys.Release()
-		keep := make([]bool, rec.NumRows())
-		anyKept := false
-		for i, s := range slots {
-			if s >= 0 {
-				keep[i], anyKept = true, true
-			}
-		}
-		if anyKept {
-			sel, err := rows.Select(ctx, rec, keep)
+	filter := acts.filter(tbl.Schema())
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for m, err := range acts.groups(ctx) {
 			if err != nil {
-				rec.Release()
-				return nil, err
+				yield(nil, err)
+				return
 			}
-			out = append(out, rows.Project(sel, as, all))
-			sel.Release()
+			_, seq, err := scan.Rows(ctx, tbl, scan.Options{Columns: cols, Filter: filter})
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for rec, err := range seq {
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				keys := keyColumns(rec, keyIdx)
+				keep := make([]bool, rec.NumRows())
+				m.mark(keys, keep)
+				keys.Release()
+				if !slices.Contains(keep, true) {
+					rec.Release()
+					continue
+				}
+				sel, err := rows.Select(ctx, rec, keep)
+				rec.Release()
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				p := rows.Project(sel, as, all)
+				sel.Release()
+				if !yield(p, nil) {
+					return
+				}
+			}
 		}
-		rec.Release()
 	}
-	return out, nil
 }
 
 func contains(xs []string, x string) bool {

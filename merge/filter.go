@@ -2,6 +2,7 @@ package merge
 
 import (
 	"cmp"
+	"container/heap"
 	"iter"
 	"slices"
 
@@ -27,131 +28,24 @@ const maxRanges = 64
 // keyFilter builds a conservative Iceberg filter matching the key values of
 // the given rows, ANDed over the key columns: per column an IN list (up to
 // maxInList values) and, past statsInLimit values, ranges (cut at the
-// widest gaps for integer-like types, one min..max range for other ordered
-// types). Columns whose type has no literal form are left out (no pruning
-// on them).
+// widest gaps for integer-like types, one min..max range for strings).
+// Columns whose type has no literal form are left out (no pruning on
+// them). See keyStats.
 func keyFilter(sc *iceberg.Schema, recs []arrow.RecordBatch, keyCols []int, keyNames []string, rowsOf iter.Seq2[int, int]) iceberg.BooleanExpression {
-	var out iceberg.BooleanExpression = iceberg.AlwaysTrue{}
-	for k, col := range keyCols {
-		vals, ints, ok := keyValues(recs, col, rowsOf)
-		if !ok || len(vals) == 0 && (ints == nil || len(ints.xs) == 0) {
-			continue
-		}
-		if _, ok := sc.FindFieldByName(keyNames[k]); !ok {
-			continue
-		}
-		ref := iceberg.Reference(keyNames[k])
-		var e iceberg.BooleanExpression
-		n := len(vals)
-		if ints != nil {
-			n = len(ints.xs)
-		}
-		if n <= maxInList {
-			lits := make([]iceberg.Literal, n)
-			for i := range lits {
-				if ints != nil {
-					lits[i] = toLiteral(fromInt(ints.like, ints.xs[i]))
-				} else {
-					lits[i] = toLiteral(vals[i])
-				}
-			}
-			e = iceberg.SetPredicate(iceberg.OpIn, ref, lits)
-		}
-		if n > statsInLimit {
-			// NB: iceberg-go (as Iceberg Java) does not check an IN list of
-			// more than 200 values against a file's column statistics: every
-			// file might match. Ranges prune by statistics; the IN list,
-			// when there is one, still prunes partitions (its projection on
-			// a bucket or identity partition is exact).
-			var r iceberg.BooleanExpression
-			if ints != nil {
-				r = rangesExpr(ref, intRanges(ints.xs, maxRanges, ints.like))
-			} else if lo, hi, ok := bounds(vals); ok {
-				r = rangesExpr(ref, [][2]any{{lo, hi}})
-			}
-			switch {
-			case r == nil:
-			case e == nil:
-				e = r
-			default:
-				e = iceberg.NewAnd(e, r)
-			}
-			if e == nil {
-				continue
-			}
-		}
-		out = iceberg.NewAnd(out, e)
+	if len(recs) == 0 {
+		return iceberg.AlwaysTrue{}
 	}
-	return out
-}
-
-// intKeys are the distinct values of an integer-like key column, sorted,
-// with a value of the column's Go literal type.
-type intKeys struct {
-	xs   []int64
-	like any
-}
-
-// keyValues returns the distinct values of column col in the rows rowsOf
-// of recs: as sorted integers for integer-like columns (int32, int64,
-// dates, microsecond timestamps), else as literal values. It reports false
-// when a value has no literal form (a NULL, an unsupported type).
-func keyValues(recs []arrow.RecordBatch, col int, rowsOf iter.Seq2[int, int]) ([]any, *intKeys, bool) {
-	if len(recs) > 0 {
-		var like any
-		switch t := recs[0].Column(col).DataType().(type) {
-		case *arrow.Int32Type:
-			like = int32(0)
-		case *arrow.Int64Type:
-			like = int64(0)
-		case *arrow.Date32Type:
-			like = iceberg.Date(0)
-		case *arrow.TimestampType:
-			if t.Unit == arrow.Microsecond {
-				like = iceberg.Timestamp(0)
-			}
-		}
-		if like != nil {
-			var xs []int64
-			for b, i := range rowsOf {
-				arr := recs[b].Column(col)
-				if arr.IsNull(i) {
-					return nil, nil, false
-				}
-				switch a := arr.(type) {
-				case *array.Int32:
-					xs = append(xs, int64(a.Value(i)))
-				case *array.Int64:
-					xs = append(xs, a.Value(i))
-				case *array.Date32:
-					xs = append(xs, int64(a.Value(i)))
-				case *array.Timestamp:
-					xs = append(xs, int64(a.Value(i)))
-				default:
-					return nil, nil, false
-				}
-			}
-			slices.Sort(xs)
-			return nil, &intKeys{xs: slices.Compact(xs), like: like}, true
-		}
+	types := make([]arrow.DataType, len(keyCols))
+	for k, c := range keyCols {
+		types[k] = recs[0].Column(c).DataType()
 	}
-	seen := map[any]bool{}
-	var vals []any
+	st := newKeyStats(types, 0)
 	for b, i := range rowsOf {
-		v, ok := literalValue(recs[b].Column(col), i)
-		if !ok {
-			return nil, nil, false
-		}
-		key := v
-		if bs, isBytes := v.([]byte); isBytes {
-			key = string(bs)
-		}
-		if !seen[key] {
-			seen[key] = true
-			vals = append(vals, v)
+		for k, c := range keyCols {
+			st.cols[k].add(recs[b].Column(c), i)
 		}
 	}
-	return vals, nil, true
+	return st.filter(sc, keyNames)
 }
 
 // literalValue returns arr[i] as a Go value iceberg.NewLiteral accepts.
@@ -245,24 +139,85 @@ func gapRanges(vals []any, n int) ([][2]any, bool) {
 // ranges, cut at the n-1 widest gaps between consecutive values (the first
 // of equal gaps), bounds converted to the type of like.
 func intRanges(xs []int64, n int, like any) [][2]any {
-	// A gap of 1 (adjacent values) is no gap.
-	cuts := make([]int, 0, len(xs))
-	for i := 1; i < len(xs); i++ {
-		if uint64(xs[i])-uint64(xs[i-1]) > 1 {
-			cuts = append(cuts, i)
+	g := newGapCutter(n)
+	for _, x := range xs {
+		g.add(x)
+	}
+	return g.ranges(like)
+}
+
+// gapCutter finds, over sorted distinct values given one at a time, the
+// n-1 widest gaps between consecutive values (the first of equal gaps),
+// in memory for n values: the ranges of intRanges without holding the
+// values.
+type gapCutter struct {
+	k           int
+	cuts        gapHeap // the widest gaps so far, narrowest (and latest) on top
+	first, last int64
+	idx         int
+}
+
+type gap struct {
+	width  uint64
+	at     int   // index of the value after the gap
+	lo, hi int64 // the values either side
+}
+
+func newGapCutter(n int) *gapCutter { return &gapCutter{k: max(n-1, 0)} }
+
+func (g *gapCutter) add(x int64) {
+	if g.idx == 0 {
+		g.first = x
+	} else if w := uint64(x) - uint64(g.last); w > 1 && g.k > 0 {
+		// A gap of 1 (adjacent values) is no gap.
+		c := gap{width: w, at: g.idx, lo: g.last, hi: x}
+		if len(g.cuts) < g.k {
+			heap.Push(&g.cuts, c)
+		} else if top := g.cuts[0]; w > top.width {
+			// An equal gap comes later than those kept: the first wins.
+			g.cuts[0] = c
+			heap.Fix(&g.cuts, 0)
 		}
 	}
-	gap := func(i int) uint64 { return uint64(xs[i]) - uint64(xs[i-1]) }
-	slices.SortStableFunc(cuts, func(a, b int) int { return cmp.Compare(gap(b), gap(a)) })
-	cuts = cuts[:min(len(cuts), n-1)]
-	slices.Sort(cuts)
-	out := make([][2]any, 0, len(cuts)+1)
-	start := 0
-	for _, c := range append(cuts, len(xs)) {
-		out = append(out, [2]any{fromInt(like, xs[start]), fromInt(like, xs[c-1])})
-		start = c
+	g.last = x
+	g.idx++
+}
+
+// ranges returns the ranges, bounds of the type of like; nil when no value
+// was added.
+func (g *gapCutter) ranges(like any) [][2]any {
+	if g.idx == 0 {
+		return nil
 	}
-	return out
+	cuts := slices.Clone(g.cuts)
+	slices.SortFunc(cuts, func(a, b gap) int { return cmp.Compare(a.at, b.at) })
+	out := make([][2]any, 0, len(cuts)+1)
+	start := g.first
+	for _, c := range cuts {
+		out = append(out, [2]any{fromInt(like, start), fromInt(like, c.lo)})
+		start = c.hi
+	}
+	return append(out, [2]any{fromInt(like, start), fromInt(like, g.last)})
+}
+
+// gapHeap is a min-heap of gaps: narrowest first, and of equal ones the
+// latest first, so that the top is the gap to give up.
+type gapHeap []gap
+
+func (h gapHeap) Len() int { return len(h) }
+func (h gapHeap) Less(i, j int) bool {
+	if h[i].width != h[j].width {
+		return h[i].width < h[j].width
+	}
+	return h[i].at > h[j].at
+}
+func (h gapHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *gapHeap) Push(x any)   { *h = append(*h, x.(gap)) }
+func (h *gapHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // asInt returns an integer-like value as an int64.
@@ -291,31 +246,6 @@ func fromInt(like any, x int64) any {
 		return iceberg.Timestamp(x)
 	}
 	return x
-}
-
-// bounds returns the least and greatest of values of one ordered type.
-func bounds(vals []any) (lo, hi any, ok bool) {
-	switch vals[0].(type) {
-	case int32:
-		return minMax[int32](vals)
-	case int64:
-		return minMax[int64](vals)
-	case string:
-		return minMax[string](vals)
-	case iceberg.Date:
-		return minMax[iceberg.Date](vals)
-	case iceberg.Timestamp:
-		return minMax[iceberg.Timestamp](vals)
-	}
-	return nil, nil, false
-}
-
-func minMax[T cmp.Ordered](vals []any) (any, any, bool) {
-	xs := make([]T, len(vals))
-	for i, v := range vals {
-		xs[i] = v.(T)
-	}
-	return slices.Min(xs), slices.Max(xs), true
 }
 
 // nullIn reports whether row i of rec has a NULL in any of cols.

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -25,18 +27,45 @@ import (
 // file's written work: the source rows its rows matched, which touched
 // rows matched which source row, and what the rewrite did.
 type fileState struct {
-	attempt          int
-	sources          *roaring.Bitmap // source rows matched by this file's rows
-	srcOf            map[int64]int32 // touched matched row (position) -> its source row
-	updated, deleted int64
+	attempt int
+	sources *roaring.Bitmap // source rows matched by this file's rows
+	// resPos and resSrc: the touched matched rows (positions, ascending)
+	// and their source rows in the joiner's rows in memory.
+	resPos []int64
+	resSrc []int32
+	// preJoined and preTouched are the positions of the rows that source
+	// rows of the spilled runs matched, and of those a WHEN MATCHED
+	// clause touches; preRefs the batches of pairs files that hold the
+	// latter's source rows (see prepass).
+	preJoined, preTouched *roaring64.Bitmap
+	preRefs               []pairRef
+	pairs                 *pairRows // preRefs read back, during the rewrite
+	// touched counts the rows Match touched, rewritten those Rewrite has
+	// seen: when all are seen, the rows held for the rewrite go.
+	touched, rewritten int64
+	updated, deleted   int64
 }
 
-// joiner runs the join of one MERGE: the source in memory with a hash
-// index on the join keys, and the per-file results of every attempt.
+// joiner runs the join of one MERGE: the source rows (in memory with a
+// hash index on the join keys, or in runs on disk, each joined with the
+// target in turn) and the per-file results of every attempt.
 type joiner struct {
-	src   arrow.RecordBatch // every source row, source schema
+	src   *sourceRows
+	mem   arrow.RecordBatch // the source rows in memory (empty when they spilled)
 	mu    sync.Mutex
 	files map[string]*fileState // by data file path and delete files
+	// stats are the source's join key statistics for the plan first
+	// bound (statsPlan), reused by attempts that bind alike.
+	stats     *sourceStats
+	dir       string
+	pairFiles []*rows.BatchFile
+}
+
+func (j *joiner) release() {
+	for _, f := range j.pairFiles {
+		f.Remove()
+	}
+	j.pairFiles = nil
 }
 
 // attempt is the join state of one commit attempt: the statement bound to
@@ -45,8 +74,8 @@ type attempt struct {
 	j     *joiner
 	p     *plan
 	no    int
-	index map[string][]int32 // join key -> source rows (NULL keys left out)
-	keyOf map[string]string  // data file path -> file state key (path and delete files)
+	index *joinIndex        // over j.mem
+	keyOf map[string]string // data file path -> file state key (path and delete files)
 }
 
 func workKey(t scan.Task) string { return t.File.FilePath() + "|" + t.Deletes.Key() }
@@ -80,40 +109,6 @@ func releaseAll[T interface{ Release() }](xs []T) {
 	for _, x := range xs {
 		x.Release()
 	}
-}
-
-// appendKey encodes row i of the key arrays; ok is false when a key is
-// NULL (a NULL never equals anything).
-func appendKey(buf []byte, keys []arrow.Array, i int) ([]byte, bool) {
-	for _, a := range keys {
-		if a.IsNull(i) {
-			return buf, false
-		}
-		buf = rows.AppendValue(buf, a, i)
-	}
-	return buf, true
-}
-
-// buildIndex hashes the source rows by join key.
-func buildIndex(ctx context.Context, p *plan, src arrow.RecordBatch) (map[string][]int32, error) {
-	cols := make([]int, len(p.keys))
-	for k, kp := range p.keys {
-		cols[k] = kp.sCol
-	}
-	keys, err := keyArrays(ctx, p, src, cols)
-	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
-	}
-	defer releaseAll(keys)
-	index := map[string][]int32{}
-	var buf []byte
-	for i := 0; i < int(src.NumRows()); i++ {
-		var ok bool
-		if buf, ok = appendKey(buf[:0], keys, i); ok {
-			index[string(buf)] = append(index[string(buf)], int32(i))
-		}
-	}
-	return index, nil
 }
 
 // takeCols returns the columns of rec at rows idx.
@@ -233,54 +228,51 @@ func (a *attempt) state(path string) (*fileState, error) {
 	if !ok {
 		return nil, fmt.Errorf("data file %s is not among the planned candidate files", path)
 	}
+	return a.stateOf(key), nil
+}
+
+func (a *attempt) stateOf(key string) *fileState {
 	a.j.mu.Lock()
 	defer a.j.mu.Unlock()
 	st := a.j.files[key]
 	if st == nil || st.attempt != a.no {
-		st = &fileState{attempt: a.no, sources: roaring.New(), srcOf: map[int64]int32{}}
+		st = &fileState{attempt: a.no, sources: roaring.New()}
 		a.j.files[key] = st
 	}
-	return st, nil
+	return st
 }
 
-// match is the write.Visitor's Match: b holds the match columns of live
-// rows of data file f. It joins them with the source, checks Spark's
-// cardinality rule, records the matched source rows, and marks the rows a
-// WHEN MATCHED or WHEN NOT MATCHED BY SOURCE clause deletes or updates.
-func (a *attempt) match(ctx context.Context, f iceberg.DataFile, b scan.Batch) ([]bool, error) {
+// joinGroup joins b, the match columns of live rows of a data file, with
+// the source rows src (ids base onwards) indexed by x. It records the
+// source rows matched in st, checks Spark's cardinality rule (also
+// against the rows earlier runs matched: run is the index of src among
+// the spilled runs, -1 for the rows in memory), and returns per row of b
+// the row of src it matched first, or -1 (also for rows an earlier run
+// matched), and the WHEN MATCHED clause it takes, or -1.
+func (a *attempt) joinGroup(ctx context.Context, st *fileState, b scan.Batch, src arrow.RecordBatch, x *joinIndex, base int64, run int) (first, choice []int32, err error) {
 	p := a.p
-	st, err := a.state(f.FilePath())
-	if err != nil {
-		return nil, err
-	}
 	rec := b.Rec
 	n := int(rec.NumRows())
+	first = make([]int32, n)
+	choice = make([]int32, n)
+	for i := range first {
+		first[i], choice[i] = -1, -1
+	}
 	keys, err := keyArrays(ctx, p, rec, p.keyInMatch)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var tIdx, sIdx []int64
-	var buf []byte
-	for i := 0; i < n; i++ {
-		var ok bool
-		if buf, ok = appendKey(buf[:0], keys, i); !ok {
-			continue
-		}
-		for _, s := range a.index[string(buf)] {
-			tIdx = append(tIdx, int64(i))
-			sIdx = append(sIdx, int64(s))
-		}
-	}
+	tIdx, sIdx := x.probe(keys, n)
 	releaseAll(keys)
 	if p.residual != nil && len(tIdx) > 0 {
-		j, err := joined(ctx, p.matchSchema, rec, tIdx, a.j.src, sIdx)
+		j, err := joined(ctx, p.matchSchema, rec, tIdx, src, sIdx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		mask, err := p.residual.Mask(ctx, j)
 		j.Release()
 		if err != nil {
-			return nil, fmt.Errorf("ON condition: %w", err)
+			return nil, nil, fmt.Errorf("ON condition: %w", err)
 		}
 		k := 0
 		for x := range tIdx {
@@ -292,62 +284,97 @@ func (a *attempt) match(ctx context.Context, f iceberg.DataFile, b scan.Batch) (
 		mask.Release()
 		tIdx, sIdx = tIdx[:k], sIdx[:k]
 	}
-	first := make([]int32, n)
-	for i := range first {
-		first[i] = -1
-	}
 	for x, i := range tIdx {
 		s := int32(sIdx[x])
-		st.sources.Add(uint32(s))
+		st.sources.Add(uint32(base + int64(s)))
 		if first[i] >= 0 {
 			if p.checkCard {
-				return nil, a.cardinalityError(b, int(i), first[i], s)
+				return nil, nil, a.cardinalityError(b, int(i), base+int64(first[i]), base+int64(s))
+			}
+			continue
+		}
+		if st.preJoined != nil && st.preJoined.Contains(uint64(b.Pos[i])) {
+			// An earlier run matched the row: its clause is chosen.
+			if p.checkCard {
+				return nil, nil, a.crossCardinality(ctx, b, int(i), run, base+int64(s))
 			}
 			continue
 		}
 		first[i] = s
 	}
-	touched := make([]bool, n)
-	if len(p.matched) > 0 {
-		var mt, ms []int64
-		for i, s := range first {
-			if s >= 0 {
-				mt = append(mt, int64(i))
-				ms = append(ms, int64(s))
-			}
+	if len(p.matched) == 0 {
+		return first, choice, nil
+	}
+	var mt, ms []int64
+	for i, s := range first {
+		if s >= 0 {
+			mt = append(mt, int64(i))
+			ms = append(ms, int64(s))
 		}
-		if len(mt) > 0 {
-			choice := make([]int32, len(mt)) // an unconditional first clause takes every row
-			if p.matched[0].cond != nil {
-				j, err := joined(ctx, p.matchSchema, rec, mt, a.j.src, ms)
-				if err != nil {
-					return nil, err
-				}
-				choice, err = choose(ctx, j, p.matched, false, func(x int) string { return rowAt(b, int(mt[x])) })
-				j.Release()
-				if err != nil {
-					return nil, err
-				}
-			}
-			for x, c := range choice {
-				if c >= 0 {
-					touched[mt[x]] = true
-					st.srcOf[b.Pos[mt[x]]] = int32(ms[x])
-				}
+	}
+	if len(mt) == 0 {
+		return first, choice, nil
+	}
+	picked := make([]int32, len(mt)) // an unconditional first clause takes every row
+	if p.matched[0].cond != nil {
+		j, err := joined(ctx, p.matchSchema, rec, mt, src, ms)
+		if err != nil {
+			return nil, nil, err
+		}
+		picked, err = choose(ctx, j, p.matched, false, func(x int) string { return rowAt(b, int(mt[x])) })
+		j.Release()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for x, c := range picked {
+		choice[mt[x]] = c
+	}
+	return first, choice, nil
+}
+
+// match is the write.Visitor's Match: b holds the match columns of live
+// rows of data file f. It joins them with the source rows in memory,
+// checks Spark's cardinality rule, records the matched source rows, and
+// marks the rows a WHEN MATCHED or WHEN NOT MATCHED BY SOURCE clause
+// deletes or updates, with those a spilled run's rows touch (prepass).
+func (a *attempt) match(ctx context.Context, f iceberg.DataFile, b scan.Batch) ([]bool, error) {
+	p := a.p
+	st, err := a.state(f.FilePath())
+	if err != nil {
+		return nil, err
+	}
+	n := int(b.Rec.NumRows())
+	first, choice, err := a.joinGroup(ctx, st, b, a.j.mem, a.index, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	touched := make([]bool, n)
+	for i, c := range choice {
+		if c >= 0 {
+			touched[i] = true
+			st.resPos = append(st.resPos, b.Pos[i])
+			st.resSrc = append(st.resSrc, first[i])
+		}
+	}
+	if st.preTouched != nil {
+		for i, pos := range b.Pos {
+			if st.preTouched.Contains(uint64(pos)) {
+				touched[i] = true
 			}
 		}
 	}
 	if len(p.bySource) > 0 {
 		var ut []int64
 		for i, s := range first {
-			if s < 0 {
+			if s < 0 && (st.preJoined == nil || !st.preJoined.Contains(uint64(b.Pos[i]))) {
 				ut = append(ut, int64(i))
 			}
 		}
 		if len(ut) > 0 {
 			choice := make([]int32, len(ut))
 			if p.bySource[0].cond != nil {
-				j, err := joined(ctx, p.tMatch, rec, ut, nil, nil)
+				j, err := joined(ctx, p.tMatch, b.Rec, ut, nil, nil)
 				if err != nil {
 					return nil, err
 				}
@@ -364,19 +391,28 @@ func (a *attempt) match(ctx context.Context, f iceberg.DataFile, b scan.Batch) (
 			}
 		}
 	}
+	for _, t := range touched {
+		if t {
+			st.touched++
+		}
+	}
 	return touched, nil
 }
 
 // cardinalityError reports a target row matched by two source rows, with
 // Spark's error class and message (write.Prepare adds the file's path).
-func (a *attempt) cardinalityError(b scan.Batch, i int, s1, s2 int32) error {
+func (a *attempt) cardinalityError(b scan.Batch, i int, s1, s2 int64) error {
 	p := a.p
 	var key []string
 	for k, kp := range p.keys {
 		key = append(key, p.target.Field(kp.tCol).Name+"="+rows.FormatValue(b.Rec.Column(p.keyInMatch[k]), i))
 	}
-	return fmt.Errorf("%w: the ON search condition of the MERGE statement matched a single row from the target table with multiple rows of the source table; this could result in the target row being operated on more than once with an update or delete operation and is not allowed: the target row (%s) at position %d matches source rows %d and %d (counting from 0)",
-		ErrCardinality, strings.Join(key, ", "), b.Pos[i], s1, s2)
+	rows := fmt.Sprintf("source rows %d and %d", s1, s2)
+	if s1 < 0 {
+		rows = fmt.Sprintf("source row %d and an earlier one", s2)
+	}
+	return fmt.Errorf("%w: the ON search condition of the MERGE statement matched a single row from the target table with multiple rows of the source table; this could result in the target row being operated on more than once with an update or delete operation and is not allowed: the target row (%s) at position %d matches %s (counting from 0)",
+		ErrCardinality, strings.Join(key, ", "), b.Pos[i], rows)
 }
 
 // rewrite is the write.Visitor's Rewrite: b holds every column of live
@@ -389,18 +425,44 @@ func (a *attempt) rewrite(ctx context.Context, f iceberg.DataFile, b scan.Batch,
 		return nil, nil, err
 	}
 	keep := make([]bool, len(touched))
-	var mt, ms, ut []int64
+	var mt, ms, pt, ps, ut []int64
 	for i, t := range touched {
 		keep[i] = true
 		if !t {
 			continue
 		}
-		if s, ok := st.srcOf[b.Pos[i]]; ok {
+		st.rewritten++
+		pos := b.Pos[i]
+		if k, ok := slices.BinarySearch(st.resPos, pos); ok {
 			mt = append(mt, int64(i))
-			ms = append(ms, int64(s))
-		} else {
-			ut = append(ut, int64(i))
+			ms = append(ms, int64(st.resSrc[k]))
+			continue
 		}
+		if st.preTouched != nil && st.preTouched.Contains(uint64(pos)) {
+			if st.pairs == nil {
+				if st.pairs, err = readPairs(st.preRefs, a.j.src.schema); err != nil {
+					return nil, nil, err
+				}
+			}
+			r, ok := st.pairs.rowOf(pos)
+			if !ok {
+				return nil, nil, fmt.Errorf("the source row of the target row at position %d is missing from the spilled pairs", pos)
+			}
+			pt = append(pt, int64(i))
+			ps = append(ps, int64(r))
+			continue
+		}
+		ut = append(ut, int64(i))
+	}
+	if st.rewritten >= st.touched {
+		// The last touched row: what was held for the rewrite goes.
+		defer func() {
+			st.resPos, st.resSrc = nil, nil
+			if st.pairs != nil {
+				st.pairs.release()
+				st.pairs = nil
+			}
+		}()
 	}
 	out := b.Rec.Schema()
 	var adds []arrow.RecordBatch
@@ -440,11 +502,22 @@ func (a *attempt) rewrite(ctx context.Context, f iceberg.DataFile, b scan.Batch,
 		return nil
 	}
 	if len(mt) > 0 {
-		j, err := joined(ctx, p.fullSchema, b.Rec, mt, a.j.src, ms)
+		j, err := joined(ctx, p.fullSchema, b.Rec, mt, a.j.mem, ms)
 		if err != nil {
 			return nil, nil, err
 		}
 		err = apply(j, mt, p.matched)
+		j.Release()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(pt) > 0 {
+		j, err := joined(ctx, p.fullSchema, b.Rec, pt, st.pairs.src, ps)
+		if err != nil {
+			return nil, nil, err
+		}
+		err = apply(j, pt, p.matched)
 		j.Release()
 		if err != nil {
 			return nil, nil, err
@@ -526,41 +599,58 @@ func assign(ctx context.Context, c *clause, rec arrow.RecordBatch, out *arrow.Sc
 }
 
 // inserts yields the rows the WHEN NOT MATCHED clauses insert for the
-// source rows unmatched (ascending), in the table's Arrow schema, counting
-// them in *n.
-func (a *attempt) inserts(ctx context.Context, unmatched []int64, n *int64) iter.Seq2[arrow.RecordBatch, error] {
+// source rows not matched (ascending), in the table's Arrow schema,
+// counting them in *n: the rows in memory, or each spilled run in turn.
+func (a *attempt) inserts(ctx context.Context, matched *roaring.Bitmap, n *int64) iter.Seq2[arrow.RecordBatch, error] {
 	const chunk = 64 << 10
 	p := a.p
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		for start := 0; start < len(unmatched); start += chunk {
-			ids := unmatched[start:min(start+chunk, len(unmatched))]
-			cols, err := takeCols(ctx, a.j.src, ids)
+		for g, err := range a.j.src.groups(ctx) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			sub := array.NewRecordBatch(p.sSchema, cols, int64(len(ids)))
-			releaseAll(cols)
-			recs, err := a.insertChunk(ctx, sub, ids)
-			sub.Release()
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for i, r := range recs {
-				*n += r.NumRows()
-				if !yield(r, nil) {
-					releaseAll(recs[i+1:])
-					return
+			src, base := g.rec, g.base
+			var ids []int64
+			for i := range src.NumRows() {
+				if !matched.Contains(uint32(base + i)) {
+					ids = append(ids, i)
 				}
 			}
+			for start := 0; start < len(ids); start += chunk {
+				part := ids[start:min(start+chunk, len(ids))]
+				cols, err := takeCols(ctx, src, part)
+				if err != nil {
+					src.Release()
+					yield(nil, err)
+					return
+				}
+				sub := array.NewRecordBatch(p.sSchema, cols, int64(len(part)))
+				releaseAll(cols)
+				recs, err := a.insertChunk(ctx, sub, part, base)
+				sub.Release()
+				if err != nil {
+					src.Release()
+					yield(nil, err)
+					return
+				}
+				for i, r := range recs {
+					*n += r.NumRows()
+					if !yield(r, nil) {
+						releaseAll(recs[i+1:])
+						src.Release()
+						return
+					}
+				}
+			}
+			src.Release()
 		}
 	}
 }
 
-func (a *attempt) insertChunk(ctx context.Context, sub arrow.RecordBatch, ids []int64) ([]arrow.RecordBatch, error) {
+func (a *attempt) insertChunk(ctx context.Context, sub arrow.RecordBatch, ids []int64, base int64) ([]arrow.RecordBatch, error) {
 	p := a.p
-	choice, err := choose(ctx, sub, p.notMatched, true, func(x int) string { return sourceRow(ids[x]) })
+	choice, err := choose(ctx, sub, p.notMatched, true, func(x int) string { return sourceRow(base + ids[x]) })
 	if err != nil {
 		return nil, err
 	}
@@ -580,7 +670,7 @@ func (a *attempt) insertChunk(ctx context.Context, sub arrow.RecordBatch, ids []
 			releaseAll(out)
 			return nil, err
 		}
-		rec, err := assign(ctx, c, rowsOf, p.target, func(x int) string { return sourceRow(ids[pick[x]]) })
+		rec, err := assign(ctx, c, rowsOf, p.target, func(x int) string { return sourceRow(base + ids[pick[x]]) })
 		rowsOf.Release()
 		if err != nil {
 			releaseAll(out)

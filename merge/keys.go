@@ -124,6 +124,8 @@ type actionSet struct {
 	idx *keyIndex
 	act []action // by slot; none for a key without an action
 	n   int      // keys with an action
+	// upserts and deletes count the actions of each kind.
+	upserts, deletes int64
 	// matched marks the keys found in the table (position and
 	// copy-on-write modes); set concurrently by Match.
 	matched []atomic.Bool

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,13 +15,14 @@ import (
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/expr"
-	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/write"
 )
 
 // Source is the USING side of a MERGE: a stream of rows with its schema.
-// Merge reads it once, into memory, and releases every batch it yields.
+// Merge reads it once, into memory or, past a quarter of the memory
+// budget (WithMemoryBudget), into runs on disk, and releases every batch
+// it yields.
 type Source struct {
 	// Name is what the source is called when the statement gives it no
 	// alias; "" means the statement's name for it: a table name's last
@@ -55,7 +55,11 @@ type MergeResult struct {
 	// CommitID and AnswerLost: as in Result.
 	CommitID   string
 	AnswerLost bool
-	Table      *table.Table // the table after the merge
+	// Spilled is the number of bytes of source rows (and of the source
+	// rows of matched target rows) written to temporary files (0: the
+	// source stayed in memory; see WithMemoryBudget).
+	Spilled int64
+	Table   *table.Table // the table after the merge
 }
 
 // testHookPrepared, set by tests only, is called after each attempt has
@@ -71,11 +75,11 @@ type counts struct {
 // insertWork is the data files written for the inserted rows of an
 // attempt, reused by the next attempt when it inserts the same rows.
 type insertWork struct {
-	files     []iceberg.DataFile
-	unmatched []int64 // the source rows they were computed from
-	schemaID  int
-	specID    int
-	n         int64
+	files    []iceberg.DataFile
+	matched  *roaring.Bitmap // the source rows matched: the others were inserted
+	schemaID int
+	specID   int
+	n        int64
 }
 
 // Merge runs a MERGE INTO statement, with Spark SQL's semantics (and
@@ -106,9 +110,13 @@ type insertWork struct {
 // statement has no WHEN MATCHED clause or only one, an unconditional
 // DELETE. Statements that cannot run fail with ErrBadMerge.
 //
-// The source is held in memory (one copy of its rows plus a hash index);
-// the target is streamed: the match pass reads only the join-key columns
-// and the columns the conditions use, of candidate files, and the rewrite
+// The source is held in memory (one copy of its rows plus a hash index)
+// while it fits a quarter of the memory budget (WithMemoryBudget); past it, it
+// goes to runs on disk, each joined with the candidate files in turn
+// (their match columns read once per run), the source rows of the target
+// rows a WHEN MATCHED clause touches written aside for the rewrite. The
+// target is streamed: the match pass reads only the join-key columns and
+// the columns the conditions use, of candidate files, and the rewrite
 // pass reads the files holding rows to delete or update. Changes are
 // written per write.merge.mode (copy-on-write by default; merge-on-read
 // writes position deletes on v2 and deletion vectors on v3, or always with
@@ -145,16 +153,23 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := bind(stmt, target, source.Schema, source.Name); err != nil {
+	p0, err := bind(stmt, target, source.Schema, source.Name)
+	if err != nil {
 		return fail(err)
 	}
-	src, err := loadSource(source)
+	stats := newSourceStats(p0)
+	src, err := readSource(source, o.budget(), o.TempDir, func(rec arrow.RecordBatch) { stats.add(ctx, rec) })
 	if err != nil {
 		return fail(fmt.Errorf("read the source: %w", err))
 	}
-	defer src.Release()
-
-	j := &joiner{src: src, files: map[string]*fileState{}}
+	defer src.release()
+	mem := src.mem
+	if mem == nil {
+		mem = emptyRecord(source.Schema)
+		defer mem.Release()
+	}
+	j := &joiner{src: src, mem: mem, files: map[string]*fileState{}, stats: stats, dir: o.TempDir}
+	defer j.release()
 	var ins insertWork
 	var last counts
 	mode, scanned := "", 0
@@ -177,10 +192,17 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 		}
 		return res, nil
 	})
+	spilled := src.spilledBytes()
+	for _, f := range j.pairFiles {
+		spilled += f.Bytes()
+	}
+	if testHookSpill != nil {
+		testHookSpill(spilled, 0, max(len(src.runs), 1))
+	}
 	if err != nil {
 		return fail(err)
 	}
-	res := &MergeResult{
+	res := &MergeResult{Spilled: spilled,
 		NumUpdatedRows: last.updated, NumDeletedRows: last.deleted, NumInsertedRows: last.inserted,
 		NumAffectedRows: last.updated + last.deleted + last.inserted,
 		FilesScanned:    scanned, Mode: mode,
@@ -191,35 +213,6 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 		res.RowsAdded, res.RowsRemoved = out.Result.RowsAdded, out.Result.RowsRemoved
 	}
 	return res, nil
-}
-
-// loadSource reads every source row into one record.
-func loadSource(source Source) (arrow.RecordBatch, error) {
-	var recs []arrow.RecordBatch
-	defer func() { releaseAll(recs) }()
-	for rec, err := range source.Rows {
-		if err != nil {
-			return nil, err
-		}
-		if !rec.Schema().Equal(source.Schema) {
-			same := rec.Schema().NumFields() == source.Schema.NumFields()
-			for i := 0; same && i < source.Schema.NumFields(); i++ {
-				same = arrow.TypeEqual(rec.Schema().Field(i).Type, source.Schema.Field(i).Type)
-			}
-			if !same {
-				rec.Release()
-				return nil, fmt.Errorf("a batch has schema %s, the source's is %s", rec.Schema(), source.Schema)
-			}
-			r := array.NewRecordBatch(source.Schema, rec.Columns(), rec.NumRows())
-			rec.Release()
-			rec = r
-		}
-		recs = append(recs, rec)
-	}
-	if len(recs) == 0 {
-		return emptyRecord(source.Schema), nil
-	}
-	return rows.Concat(source.Schema, recs)
 }
 
 func emptyRecord(s *arrow.Schema) arrow.RecordBatch {
@@ -241,10 +234,11 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 	if err != nil {
 		return nil, counts{}, err
 	}
-	index, err := buildIndex(ctx, p, j.src)
+	index, err := buildJoinIndex(ctx, p, j.mem)
 	if err != nil {
 		return nil, counts{}, err
 	}
+	defer index.release()
 	mode, err := write.ModeFor(tbl.Properties(), write.OpMerge)
 	if err != nil {
 		return nil, counts{}, err
@@ -259,7 +253,9 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 	a := &attempt{j: j, p: p, no: no, index: index, keyOf: map[string]string{}}
 	var filter iceberg.BooleanExpression
 	if len(p.bySource) == 0 {
-		filter = a.pruneFilter(ctx, tbl)
+		if filter, err = a.pruneFilter(ctx, tbl); err != nil {
+			return nil, counts{}, err
+		}
 	}
 	// The candidate files, as write.Prepare plans them (same table, head
 	// and filter), to key the per-file join results like write.Reuse keys
@@ -272,6 +268,9 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 	}
 	for _, t := range tasks {
 		a.keyOf[t.File.FilePath()] = workKey(t)
+	}
+	if err := a.prepass(ctx, tbl, tasks); err != nil {
+		return nil, counts{}, err
 	}
 	matchCols := make([]string, len(p.matchCols))
 	for i, c := range p.matchCols {
@@ -307,28 +306,21 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 		}
 	}
 	j.mu.Unlock()
-	var unmatched []int64
-	if len(p.notMatched) > 0 {
-		for i := 0; i < int(j.src.NumRows()); i++ {
-			if !matched.Contains(uint32(i)) {
-				unmatched = append(unmatched, int64(i))
-			}
-		}
-	}
-	reusable := ins.files != nil && slices.Equal(ins.unmatched, unmatched) &&
+	unmatched := len(p.notMatched) > 0 && int64(matched.GetCardinality()) < j.src.n
+	reusable := ins.files != nil && ins.matched.Equals(matched) &&
 		ins.schemaID == tbl.Schema().ID && ins.specID == tbl.Metadata().DefaultPartitionSpec()
 	if !reusable {
 		// The inserts of an earlier attempt stay registered with reuse:
 		// package commit removes them once no commit can reference them.
 		*ins = insertWork{}
-		if len(unmatched) > 0 {
+		if unmatched {
 			var n int64
-			files, err := write.WriteRows(ctx, tbl, a.inserts(ctx, unmatched, &n))
+			files, err := write.WriteRows(ctx, tbl, a.inserts(ctx, matched, &n))
 			if err != nil {
 				return fail(err)
 			}
 			reuse.Own(paths(files)...)
-			*ins = insertWork{files: files, unmatched: unmatched, schemaID: tbl.Schema().ID, specID: tbl.Metadata().DefaultPartitionSpec(), n: n}
+			*ins = insertWork{files: files, matched: matched, schemaID: tbl.Schema().ID, specID: tbl.Metadata().DefaultPartitionSpec(), n: n}
 		}
 	}
 	res.AddData = append(res.AddData, ins.files...)
@@ -338,44 +330,31 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 }
 
 // pruneFilter is a conservative filter on the target's rows that can match
-// a source row: the join keys' values (an IN list or a range per key
+// a source row: the join keys' values (an IN list or ranges per key
 // column) and the ON conjuncts on target columns alone.
-func (a *attempt) pruneFilter(ctx context.Context, tbl *table.Table) iceberg.BooleanExpression {
-	if len(a.index) == 0 {
-		return iceberg.AlwaysFalse{} // no source row has a non-NULL key
-	}
+func (a *attempt) pruneFilter(ctx context.Context, tbl *table.Table) (iceberg.BooleanExpression, error) {
 	p := a.p
-	var cols []arrow.Array
-	var fields []arrow.Field
-	var names []string
-	for _, kp := range p.keys {
-		tf := p.target.Field(kp.tCol)
-		arr, err := castTo(ctx, a.j.src.Column(kp.sCol), tf.Type)
-		if err != nil {
-			continue // a source value the column cannot hold: no pruning on it
-		}
-		cols = append(cols, arr)
-		fields = append(fields, arrow.Field{Name: tf.Name, Type: tf.Type, Nullable: true})
-		names = append(names, tf.Name)
-	}
-	var filter iceberg.BooleanExpression = iceberg.AlwaysTrue{}
-	if len(cols) > 0 {
-		rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, a.j.src.NumRows())
-		releaseAll(cols)
-		all := seqInts(len(cols))
-		filter = keyFilter(tbl.Schema(), []arrow.RecordBatch{rec}, all, names, func(yield func(b, i int) bool) {
-			for i := 0; i < int(rec.NumRows()); i++ {
-				if !nullIn(rec, all, i) && !yield(0, i) {
-					return
-				}
+	st := a.j.stats
+	if !st.fits(p) {
+		// The table's schema changed since the source was read.
+		st = newSourceStats(p)
+		for g, err := range a.j.src.groups(ctx) {
+			if err != nil {
+				return nil, err
 			}
-		})
-		rec.Release()
+			st.add(ctx, g.rec)
+			g.rec.Release()
+		}
+		a.j.stats = st
+	}
+	filter := st.filter(tbl.Schema())
+	if _, ok := filter.(iceberg.AlwaysFalse); ok {
+		return filter, nil // no source row has a non-NULL key
 	}
 	for _, e := range p.targetOnly {
 		if ib, _, err := expr.ToIceberg(e, tbl.Schema()); err == nil {
 			filter = iceberg.NewAnd(filter, ib)
 		}
 	}
-	return filter
+	return filter, nil
 }

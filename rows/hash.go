@@ -35,6 +35,10 @@ func HashKeys(rec arrow.RecordBatch, cols []int, out []uint64) []uint64 {
 	return out
 }
 
+// HashInt returns what HashKeys gives a row whose only key column is an
+// integer (of any width, or a date, time or timestamp) holding v.
+func HashInt(v int64) uint64 { return fmix64(mixValue(hashSeed, uint64(v))) }
+
 // hashColumn folds the values of arr into the running hashes out.
 func hashColumn(out []uint64, arr arrow.Array) {
 	switch a := arr.(type) {

@@ -173,3 +173,19 @@ func TestHashKeysSpread(t *testing.T) {
 		}
 	}
 }
+
+func TestHashInt(t *testing.T) {
+	vals := []int64{0, 1, -1, 42, 1 << 40, -1 << 62}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(vals, nil)
+	a := b.NewArray()
+	b.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{a}, int64(len(vals)))
+	a.Release()
+	defer rec.Release()
+	for i, h := range rows.HashKeys(rec, []int{0}, nil) {
+		if got := rows.HashInt(vals[i]); got != h {
+			t.Errorf("HashInt(%d) = %x, HashKeys %x", vals[i], got, h)
+		}
+	}
+}

@@ -44,7 +44,10 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, fs iceio.WriteF
 	if err != nil {
 		return nil, fmt.Errorf("create position delete file %s: %w", path, err)
 	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(true))
+	// NB: positions are distinct: a dictionary of them is a hash table
+	// insert per row, thrown away once it outgrows its page.
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(true),
+		parquet.WithDictionaryFor("pos", false))
 	pw, err := pqarrow.NewFileWriter(posDeleteSchema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		w.Close()

@@ -38,7 +38,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -55,14 +57,19 @@ func main() {
 	nRows := flag.Int64("rows", 10_000_000, "rows of the table (build; apply must be given the same)")
 	fileRows := flag.Int64("file-rows", 1_000_000, "rows per data file (build; apply must be given the same)")
 	nChanges := flag.Int64("changes", 1_000_000, "change rows (apply)")
+	changesFile := flag.String("changes-file", "", "Arrow IPC file of the change rows (apply, changes); written when missing (default: changes-<keys>-<changes>.arrow beside the warehouse)")
+	budget := flag.Int64("memory-budget", 0, "merge.WithMemoryBudget in bytes (0: floe's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the timed section to this file")
 	memProfile := flag.String("memprofile", "", "write a heap profile (allocations) after the timed section to this file")
 	heapProfile := flag.String("heapprofile", "", "write the heap profile taken when resident memory was highest in the timed section to this file")
 	flag.Parse()
 	w := Workload{Rows: *nRows, FileRows: *fileRows, Changes: *nChanges, Layout: *layout, Keys: *keys}
-	if *warehouse == "" || (*phase != "build" && *phase != "apply") {
-		fmt.Fprintln(os.Stderr, "usage: applybench -warehouse DIR -phase build|apply [-layout flat|daily] [-keys clustered|uniform] [-mode cow|position|dv|equality|baseline] [-rows N] [-file-rows N] [-changes N]")
+	if *warehouse == "" || (*phase != "build" && *phase != "apply" && *phase != "changes") {
+		fmt.Fprintln(os.Stderr, "usage: applybench -warehouse DIR -phase build|changes|apply [-layout flat|daily] [-keys clustered|uniform] [-mode cow|position|dv|equality|baseline|merge-cow|merge-position|merge-dv] [-rows N] [-file-rows N] [-changes N] [-changes-file F] [-memory-budget BYTES]")
 		os.Exit(2)
+	}
+	if *changesFile == "" {
+		*changesFile = filepath.Join(filepath.Dir(filepath.Clean(*warehouse)), fmt.Sprintf("changes-%s-%d-%d.arrow", w.Keys, w.Rows, w.Changes))
 	}
 	if _, ok := layouts[w.Layout]; !ok {
 		fmt.Fprintf(os.Stderr, "applybench: -layout %q: want flat or daily\n", w.Layout)
@@ -79,8 +86,17 @@ func main() {
 		}
 		hwm, _ := statusKB("VmHWM:")
 		logf("build of %s: %.1f s, peak RSS %.0f MiB", w.Layout, time.Since(t0).Seconds(), float64(hwm)/(1<<20))
+	case "changes":
+		t0 := time.Now()
+		p, err := prepare(ctx, *warehouse, w, "baseline", *changesFile, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "applybench changes: %v\n", err)
+			os.Exit(1)
+		}
+		p.close()
+		logf("change rows in %s: %.1f s", *changesFile, time.Since(t0).Seconds())
 	case "apply":
-		line, err := measure(ctx, *warehouse, w, *mode, *cpuProfile, *memProfile, *heapProfile)
+		line, err := measure(ctx, *warehouse, w, *mode, *changesFile, *budget, *cpuProfile, *memProfile, *heapProfile)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "applybench apply %s/%s/%s: %v\n", w.Layout, w.Keys, *mode, err)
 			os.Exit(1)
@@ -90,13 +106,14 @@ func main() {
 }
 
 // measure prepares the run, times it and formats its result line.
-func measure(ctx context.Context, warehouse string, w Workload, mode, cpuProfile, memProfile, heapProfile string) (string, error) {
-	p, err := prepare(ctx, warehouse, w, mode)
+func measure(ctx context.Context, warehouse string, w Workload, mode, changes string, budget int64, cpuProfile, memProfile, heapProfile string) (string, error) {
+	p, err := prepare(ctx, warehouse, w, mode, changes, budget)
 	if err != nil {
 		return "", err
 	}
 	defer p.close()
 	runtime.GC()
+	debug.FreeOSMemory()
 	if err := resetPeak(); err != nil {
 		return "", err
 	}
@@ -155,9 +172,10 @@ func measure(ctx context.Context, warehouse string, w Workload, mode, cpuProfile
 			return "", err
 		}
 	}
-	return fmt.Sprintf("BenchmarkApply/%s/%s/%s 1 %d ns/op %d cpu-ns/op %.0f peak-rss-MiB %d files-read %d table-files %.1f read-MiB %.1f table-MiB %d rows-written",
+	return fmt.Sprintf("BenchmarkApply/%s/%s/%s 1 %d ns/op %d cpu-ns/op %.0f peak-rss-MiB %d files-read %d table-files %.1f read-MiB %.1f table-MiB %d rows-written %.1f spilled-MiB %.0f ns/change %.0f cpu-ns/change",
 		w.Layout, w.Keys, mode, wall.Nanoseconds(), cpu.Nanoseconds(), float64(hwm)/(1<<20),
-		out.filesScanned, max(out.tableFiles, 0), float64(read1-read0)/(1<<20), float64(max(out.tableBytes, 0))/(1<<20), out.rowsWritten), nil
+		out.filesScanned, max(out.tableFiles, 0), float64(read1-read0)/(1<<20), float64(max(out.tableBytes, 0))/(1<<20), out.rowsWritten,
+		float64(out.spilled)/(1<<20), float64(wall.Nanoseconds())/float64(w.Changes), float64(cpu.Nanoseconds())/float64(w.Changes)), nil
 }
 
 // sampleHeap watches resident memory every 20 ms and writes the heap

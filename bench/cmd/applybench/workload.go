@@ -1,20 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/bench"
+	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
 )
 
@@ -178,78 +183,167 @@ func build(ctx context.Context, warehouse string, w Workload, log func(format st
 	return nil
 }
 
-// changeKeys returns the ids and change types of the workload's changes, in
-// id order: the changed existing keys (two in three UPDATE_AFTER, one in
-// three DELETE) and then the new keys (INSERT), ids Rows.. onwards.
+// changeKey returns the id and change type of change k of the workload
+// (0 <= k < Changes), in id order: the changed existing keys (two in
+// three UPDATE_AFTER, one in three DELETE) and then the new keys
+// (INSERT), ids Rows.. onwards.
 //
 // Clustered keys are the 3/4*Changes consecutive ids starting at 8/10 of
 // the table (with ten files, all in the ninth file); uniform keys are
 // spread evenly over all ids, so every file holds some.
-func (w Workload) changeKeys() ([]int64, []string, error) {
+func (w Workload) changeKey(k int64) (int64, string, error) {
 	nIns := w.Changes / 4
 	nOld := w.Changes - nIns
 	if nOld > w.Rows {
-		return nil, nil, fmt.Errorf("%d changes of existing keys in a table of %d rows", nOld, w.Rows)
+		return 0, "", fmt.Errorf("%d changes of existing keys in a table of %d rows", nOld, w.Rows)
 	}
+	if k >= nOld {
+		return w.Rows + k - nOld, merge.Insert, nil
+	}
+	var id int64
+	switch w.Keys {
+	case "clustered":
+		id = w.Rows*8/10 + k
+		if id >= w.Rows {
+			return 0, "", fmt.Errorf("clustered keys run past the table's %d rows", w.Rows)
+		}
+	case "uniform":
+		id = k * w.Rows / nOld
+	default:
+		return 0, "", fmt.Errorf("keys %q: want clustered or uniform", w.Keys)
+	}
+	if k%3 == 2 {
+		return id, merge.Delete, nil
+	}
+	return id, merge.UpdateAfter, nil
+}
+
+// changeKeys returns the ids and change types of every change (see
+// changeKey).
+func (w Workload) changeKeys() ([]int64, []string, error) {
 	ids := make([]int64, 0, w.Changes)
 	kinds := make([]string, 0, w.Changes)
-	for k := range nOld {
-		var id int64
-		switch w.Keys {
-		case "clustered":
-			id = w.Rows*8/10 + k
-			if id >= w.Rows {
-				return nil, nil, fmt.Errorf("clustered keys run past the table's %d rows", w.Rows)
-			}
-		case "uniform":
-			id = k * w.Rows / nOld
-		default:
-			return nil, nil, fmt.Errorf("keys %q: want clustered or uniform", w.Keys)
+	for k := range w.Changes {
+		id, kind, err := w.changeKey(k)
+		if err != nil {
+			return nil, nil, err
 		}
 		ids = append(ids, id)
-		if k%3 == 2 {
-			kinds = append(kinds, merge.Delete)
-		} else {
-			kinds = append(kinds, merge.UpdateAfter)
-		}
-	}
-	for k := range nIns {
-		ids = append(ids, w.Rows+k)
-		kinds = append(kinds, merge.Insert)
+		kinds = append(kinds, kind)
 	}
 	return ids, kinds, nil
 }
 
 // changes generates the workload's change rows in the table's schema plus
-// _change_type: updates and inserts are generation 1 of their rows,
-// deletes carry the key and a before-image (generation 0 values). The
-// caller releases them.
-func (w Workload) changes(schema *arrow.Schema) ([]arrow.RecordBatch, error) {
-	ids, kinds, err := w.changeKeys()
-	if err != nil {
-		return nil, err
-	}
-	var out []arrow.RecordBatch
-	for lo := 0; lo < len(ids); lo += batchRows {
-		hi := min(lo+batchRows, len(ids))
-		rec, err := genRows(schema, ids[lo:hi], 1, kinds[lo:hi], w.FileRows)
-		if err != nil {
-			bench.Release(out)
-			return nil, err
+// _change_type, batch by batch: updates and inserts are generation 1 of
+// their rows, deletes carry the key and a before-image (generation 0
+// values). The caller releases each batch.
+func (w Workload) changes(schema *arrow.Schema) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for lo := int64(0); lo < w.Changes; lo += batchRows {
+			hi := min(lo+batchRows, w.Changes)
+			ids := make([]int64, 0, hi-lo)
+			kinds := make([]string, 0, hi-lo)
+			for k := lo; k < hi; k++ {
+				id, kind, err := w.changeKey(k)
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				ids = append(ids, id)
+				kinds = append(kinds, kind)
+			}
+			rec, err := genRows(schema, ids, 1, kinds, w.FileRows)
+			if !yield(rec, err) || err != nil {
+				return
+			}
 		}
-		out = append(out, rec)
 	}
-	return out, nil
+}
+
+// writeChanges writes the workload's change rows to an Arrow IPC file at
+// path (the apply phase streams them from it, as floe apply reads a file).
+func writeChanges(path string, schema *arrow.Schema, w Workload) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var iw *ipc.Writer
+	for rec, err := range w.changes(schema) {
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if iw == nil {
+			iw = ipc.NewWriter(bw, ipc.WithSchema(rec.Schema()))
+		}
+		err = iw.Write(rec)
+		rec.Release()
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if iw != nil {
+		err = iw.Close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readChanges streams the change rows of an IPC file; the consumer
+// releases each batch.
+func readChanges(path string) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error], func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, err := ipc.NewReader(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	closeFn := func() {
+		r.Release()
+		f.Close()
+	}
+	seq := func(yield func(arrow.RecordBatch, error) bool) {
+		for r.Next() {
+			rec := r.RecordBatch()
+			rec.Retain()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		if err := r.Err(); err != nil {
+			yield(nil, fmt.Errorf("read %s: %w", path, err))
+		}
+	}
+	return r.Schema(), seq, closeFn, nil
 }
 
 // tableRows projects change rows onto the table's columns (dropping
 // _change_type): the rows the baseline appends.
-func tableRows(schema *arrow.Schema, recs []arrow.RecordBatch) []arrow.RecordBatch {
-	out := make([]arrow.RecordBatch, len(recs))
-	for i, r := range recs {
-		out[i] = array.NewRecordBatch(schema, r.Columns()[:schema.NumFields()], r.NumRows())
+func tableRows(schema *arrow.Schema, seq iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for r, err := range seq {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			out := array.NewRecordBatch(schema, r.Columns()[:schema.NumFields()], r.NumRows())
+			r.Release()
+			if !yield(out, nil) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 // modes are the ways the changes are applied; baseline appends the same
@@ -264,7 +358,18 @@ var modes = map[string]struct {
 	"dv":       {tableV3, merge.DeletePosition, "merge-on-read"},
 	"equality": {tableV2, merge.DeleteEquality, "merge-on-read (equality deletes)"},
 	"baseline": {tablePlain, 0, ""},
+	// MERGE INTO with the change rows as its source (mergeSQL).
+	"merge-cow":      {tableV2, merge.DeleteAuto, "copy-on-write"},
+	"merge-position": {tableV2, merge.DeletePosition, "merge-on-read"},
+	"merge-dv":       {tableV3, merge.DeletePosition, "merge-on-read"},
 }
+
+// mergeSQL is the MERGE statement of the merge modes: apply_changelog's
+// effect, as a MERGE INTO.
+const mergeSQL = `MERGE INTO bench.%s t USING changes s ON t.id = s.id
+WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE
+WHEN MATCHED THEN UPDATE SET *
+WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *`
 
 // outcome is what one measured run did.
 type outcome struct {
@@ -272,30 +377,32 @@ type outcome struct {
 	filesScanned int   // data files whose key columns were read (position, dv, cow)
 	tableFiles   int   // data files of the table before the change
 	tableBytes   int64 // their size
+	spilled      int64 // bytes floe spilled to temporary files
 }
 
 // prepared is a measurement set up outside the timed section: the table
-// loaded, the change rows generated.
+// loaded, the change rows written to a file.
 type prepared struct {
 	e       *bench.Env
 	w       Workload
 	mode    string
 	table   string
 	schema  *arrow.Schema
-	changes []arrow.RecordBatch
+	changes string // IPC file of the change rows
 	before  *table.Snapshot
+	budget  int64
 }
 
-func prepare(ctx context.Context, warehouse string, w Workload, mode string) (*prepared, error) {
+func prepare(ctx context.Context, warehouse string, w Workload, mode, changes string, budget int64) (*prepared, error) {
 	m, ok := modes[mode]
 	if !ok {
-		return nil, fmt.Errorf("mode %q: want cow, position, dv, equality or baseline", mode)
+		return nil, fmt.Errorf("mode %q: want cow, position, dv, equality, baseline, merge-cow, merge-position or merge-dv", mode)
 	}
 	e, err := bench.Open(ctx, warehouse)
 	if err != nil {
 		return nil, err
 	}
-	p := &prepared{e: e, w: w, mode: mode, table: m.table}
+	p := &prepared{e: e, w: w, mode: mode, table: m.table, changes: changes, budget: budget}
 	tbl, err := e.Load(m.table)
 	if err != nil {
 		p.close()
@@ -310,22 +417,24 @@ func prepare(ctx context.Context, warehouse string, w Workload, mode string) (*p
 		p.close()
 		return nil, err
 	}
-	if p.changes, err = w.changes(p.schema); err != nil {
-		p.close()
-		return nil, err
+	if _, err := os.Stat(changes); err != nil {
+		if !os.IsNotExist(err) {
+			p.close()
+			return nil, err
+		}
+		if err := writeChanges(changes, p.schema, w); err != nil {
+			p.close()
+			return nil, fmt.Errorf("write the change rows to %s: %w", changes, err)
+		}
 	}
 	return p, nil
 }
 
-func (p *prepared) close() {
-	bench.Release(p.changes)
-	p.changes = nil
-	p.e.Close()
-}
+func (p *prepared) close() { p.e.Close() }
 
-// run is the timed section: the apply (or the baseline's append). It
-// checks what was done against the workload and returns an error on any
-// difference.
+// run is the timed section: the apply (or the baseline's append, or the
+// merge), streaming the change rows from their file. It checks what was
+// done against the workload and returns an error on any difference.
 func (p *prepared) run(ctx context.Context) (*outcome, error) {
 	out := &outcome{}
 	if p.before != nil {
@@ -335,10 +444,13 @@ func (p *prepared) run(ctx context.Context) (*outcome, error) {
 	nIns := p.w.Changes / 4
 	nDel := (p.w.Changes - nIns) / 3
 	nUpd := p.w.Changes - nIns - nDel
+	sch, seq, closeChanges, err := readChanges(p.changes)
+	if err != nil {
+		return nil, err
+	}
+	defer closeChanges()
 	if p.mode == "baseline" {
-		rows := tableRows(p.schema, p.changes)
-		defer bench.Release(rows)
-		o, err := p.e.Append(p.table, bench.Replay(rows))
+		o, err := p.e.Append(p.table, func() iter.Seq2[arrow.RecordBatch, error] { return tableRows(p.schema, seq) })
 		if err != nil {
 			return nil, err
 		}
@@ -350,7 +462,30 @@ func (p *prepared) run(ctx context.Context) (*outcome, error) {
 		return out, nil
 	}
 	m := modes[p.mode]
-	res, err := merge.Apply(ctx, p.e.Cat, bench.Ident(p.table), p.changes[0].Schema(), bench.Replay(p.changes)(), []string{"id"}, merge.WithDeleteMode(m.opt))
+	opts := []merge.Option{merge.WithDeleteMode(m.opt), merge.WithMemoryBudget(p.budget)}
+	if strings.HasPrefix(p.mode, "merge-") {
+		stmt, err := expr.ParseMerge(fmt.Sprintf(mergeSQL, p.table))
+		if err != nil {
+			return nil, err
+		}
+		res, err := merge.Merge(ctx, p.e.Cat, stmt, merge.Source{Name: "changes", Schema: sch, Rows: seq}, opts...)
+		if err != nil {
+			return nil, err
+		}
+		if res.Mode != m.want || !res.Committed {
+			return nil, fmt.Errorf("merge ran %q (committed %v), want %q", res.Mode, res.Committed, m.want)
+		}
+		if res.NumUpdatedRows != nUpd || res.NumDeletedRows != nDel || res.NumInsertedRows != nIns {
+			return nil, fmt.Errorf("merge updated %d, deleted %d and inserted %d rows, want %d, %d and %d",
+				res.NumUpdatedRows, res.NumDeletedRows, res.NumInsertedRows, nUpd, nDel, nIns)
+		}
+		if res.RowsRemoved != nUpd+nDel || res.RowsAdded != nUpd+nIns {
+			return nil, fmt.Errorf("merge removed %d rows and added %d, want %d and %d", res.RowsRemoved, res.RowsAdded, nUpd+nDel, nUpd+nIns)
+		}
+		out.rowsWritten, out.filesScanned, out.spilled = res.RowsAdded, res.FilesScanned, res.Spilled
+		return out, nil
+	}
+	res, err := merge.Apply(ctx, p.e.Cat, bench.Ident(p.table), sch, seq, []string{"id"}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +503,7 @@ func (p *prepared) run(ctx context.Context) (*outcome, error) {
 	}
 	out.rowsWritten = res.RowsAdded
 	out.filesScanned = res.FilesScanned
+	out.spilled = res.Spilled
 	return out, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/floedata/floe/bench"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
@@ -72,6 +73,7 @@ func TestApplyModes(t *testing.T) {
 		for _, keys := range []string{"clustered", "uniform"} {
 			w := Workload{Rows: 10_000, FileRows: 2500, Changes: 1000, Layout: layout, Keys: keys}
 			pristine := filepath.Join(t.TempDir(), "wh")
+			changesDir := t.TempDir()
 			if err := build(ctx, pristine, w, t.Logf); err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +93,7 @@ func TestApplyModes(t *testing.T) {
 							t.Fatal(err)
 						}
 					}()
-					p, err := prepare(ctx, pristine, w, mode)
+					p, err := prepare(ctx, pristine, w, mode, filepath.Join(changesDir, layout+"-"+keys+".arrow"), 0)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -100,11 +102,13 @@ func TestApplyModes(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					changes := readAll(t, p.changes)
+					defer bench.Release(changes)
 					if mode == "baseline" {
 						if out.rowsWritten != w.Changes {
 							t.Errorf("baseline wrote %d rows, want %d", out.rowsWritten, w.Changes)
 						}
-						checkTable(t, p, nil)
+						checkTable(t, p, changes, false)
 						return
 					}
 					wantFiles := 4
@@ -117,17 +121,35 @@ func TestApplyModes(t *testing.T) {
 					if out.filesScanned != wantFiles || out.tableFiles != 4 {
 						t.Errorf("read %d of %d data files, want %d of 4", out.filesScanned, out.tableFiles, wantFiles)
 					}
-					checkTable(t, p, p.changes)
+					checkTable(t, p, changes, true)
 				})
 			}
 		}
 	}
 }
 
+// readAll reads the change rows of an IPC file.
+func readAll(t *testing.T, path string) []arrow.RecordBatch {
+	t.Helper()
+	_, seq, closeFn, err := readChanges(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	var out []arrow.RecordBatch
+	for rec, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
 // checkTable compares the rows of the table p applied to with the rows as
-// built with changes (nil: the baseline's table, which must hold exactly
-// the change rows) applied.
-func checkTable(t *testing.T, p *prepared, changes []arrow.RecordBatch) {
+// built with changes applied (applied false: the baseline's table, which
+// must hold exactly the change rows).
+func checkTable(t *testing.T, p *prepared, changes []arrow.RecordBatch, applied bool) {
 	t.Helper()
 	ctx := context.Background()
 	want := map[int64]string{}
@@ -136,7 +158,7 @@ func checkTable(t *testing.T, p *prepared, changes []arrow.RecordBatch) {
 		defer proj.Release()
 		return rec.Column(0).(*array.Int64).Value(i), rows.FormatRow(proj, i)
 	}
-	if changes != nil {
+	if applied {
 		// The build appended FileRows rows at a time in batches of
 		// batchRows: regenerate the same batches.
 		for lo := int64(0); lo < p.w.Rows; lo += p.w.FileRows {
@@ -152,11 +174,11 @@ func checkTable(t *testing.T, p *prepared, changes []arrow.RecordBatch) {
 			}
 		}
 	}
-	for _, rec := range p.changes {
+	for _, rec := range changes {
 		kinds := rec.Column(rec.Schema().FieldIndices("_change_type")[0]).(*array.String)
 		for i := range int(rec.NumRows()) {
 			id, r := row(rec, i)
-			if changes != nil && kinds.Value(i) == merge.Delete {
+			if applied && kinds.Value(i) == merge.Delete {
 				delete(want, id)
 				continue
 			}
