@@ -14,7 +14,7 @@ import (
 	"github.com/floedata/floe/transform"
 )
 
-// runProgram runs a program built with floe.Main on transforms, in a
+// runProgram runs a program built with package cmdline on transforms, in a
 // temporary working directory (where it keeps its run history).
 func runProgram(t *testing.T, warehouse string, transforms []*transform.Transform, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

@@ -125,7 +125,7 @@ picks a catalog from a pyiceberg-style YAML file (--config or FLOE_CONFIG).`,
 }
 
 // addGlobalFlags adds the flags every floe command (and every program
-// built with floe.Main) has.
+// built with package cmdline) has.
 func (a *app) addGlobalFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.warehouse, "warehouse", "", "warehouse folder of the embedded catalog (default ./warehouse, or $FLOE_WAREHOUSE)")
