@@ -115,11 +115,9 @@ func (c *Catalog) Register(ctx context.Context, ident table.Identifier, metadata
 	}
 	// Validate the metadata before anything is recorded.
 	fsF := pathRootFSF(pathRoot, metadataFile)
-	probe, err := table.NewFromLocation(ctx, ident, metadataFile, fsF, nil)
-	if err != nil {
+	if _, err := table.NewFromLocation(ctx, ident, metadataFile, fsF, nil); err != nil {
 		return nil, fmt.Errorf("register %s: read metadata %s: %w", name, metadataFile, err)
 	}
-	_ = probe
 	type registrar interface {
 		RegisterTable(context.Context, table.Identifier, string) (*table.Table, error)
 	}

@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/rows"
@@ -311,5 +310,3 @@ func (c *Changelog) finish(ctx context.Context, rec arrow.RecordBatch) (arrow.Re
 	}
 	return rows.Project(rec, c.out, c.outCols), nil
 }
-
-var _ = iceberg.PrimitiveTypes

@@ -104,7 +104,6 @@ func reassign(sc *iceberg.Schema) (*iceberg.Schema, error) {
 
 // parseField parses "name type [not null]" (or "name: type" inside struct<>).
 func parseField(l *lexer, next *int, inStruct bool) (iceberg.NestedField, error) {
-	start := l.pos
 	name, err := l.ident()
 	if err != nil {
 		return iceberg.NestedField{}, err
@@ -141,7 +140,6 @@ func parseField(l *lexer, next *int, inStruct bool) (iceberg.NestedField, error)
 		}
 		break
 	}
-	_ = start
 	return f, nil
 }
 

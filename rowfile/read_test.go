@@ -1,7 +1,6 @@
 package rowfile
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,5 +221,4 @@ func TestParseFormat(t *testing.T) {
 			t.Errorf("%v.String() = %q", got, got.String())
 		}
 	}
-	_ = fmt.Sprint
 }
