@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/floedata/floe/internal/tabletest"
+	"github.com/floedata/floe/internal/testdir"
 	"github.com/floedata/floe/tableops"
 	"github.com/floedata/floe/transform"
 )
@@ -127,8 +129,8 @@ func TestMetricsAddressLoopback(t *testing.T) {
 		}
 	}
 	bare := regexp.MustCompile(`--(metrics-addr|http)[ =]:\d`)
-	for _, doc := range []string{"../README.md", "../docs/pipelines.md"} {
-		b, err := os.ReadFile(doc)
+	for _, doc := range []string{"README.md", "docs/pipelines.md"} {
+		b, err := os.ReadFile(filepath.Join(testdir.ModuleRoot(), doc))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,8 @@ type CompileError struct {
 	Err  error
 }
 
+// Error returns FormatError(Text, Err): the message, then the text with a
+// caret under the position.
 func (e *CompileError) Error() string { return FormatError(e.Text, e.Err) }
 
 // Unwrap returns Err.
