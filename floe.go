@@ -22,77 +22,169 @@
 //	}, floe.WithInput("orders", "shop.orders"), floe.WithOutput("active", "shop.active_orders"),
 //		floe.WithReadMode(floe.Changelog))
 //
-//	func main() { os.Exit(floe.Main(t)) }
+// A Runner builds it against a catalog (package catalog opens one):
 //
-// The types are those of package transform; the engine lives there.
+//	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: "warehouse"})
+//	...
+//	res, err := (&floe.Runner{Catalog: cat}).Build(ctx, t)
+//
+// and package cmdline gives a program floe's command line for its
+// transforms (build, run on a schedule, status, the status page):
+//
+//	func main() { os.Exit(cmdline.Main(t)) }
+//
+// Package pipeline runs several in dependency order, on schedules, with
+// history and metrics.
+//
+// # Catalogs and storage a program gets
+//
+// Importing floe forces no remote backend on a program: it gets floe's
+// embedded catalog (SQLite) and the SQL and Hadoop catalog types of
+// configuration files, and local files. The other catalog types and object
+// stores register themselves with iceberg-go when imported, as iceberg-go's
+// own do; a program blank-imports those it needs where it is assembled
+// (the floe binary imports all of them in cmd/floe):
+//
+//	import (
+//		_ "github.com/apache/iceberg-go/catalog/rest" // type: rest
+//		_ "github.com/apache/iceberg-go/catalog/glue" // type: glue
+//		_ "github.com/apache/iceberg-go/catalog/hive" // type: hive
+//		_ "github.com/floedata/floe/s3io"             // s3://, s3a://, s3n://, oss:// (floe's S3 IO)
+//		_ "github.com/apache/iceberg-go/io/gocloud/gcs"   // gs://
+//		_ "github.com/apache/iceberg-go/io/gocloud/azure" // abfs://, abfss://, wasb://, wasbs://
+//	)
+//
+// A catalog or location whose backend is not compiled in fails with an
+// error that names the import.
+//
+// # Concurrency
+//
+// A Transform is read-only once declared and may be built by several
+// Runners at once; one build's Context, Inputs and Outputs belong to that
+// build's compute function. Two builds of one transform racing on the same
+// outputs are safe: the commit of the second fails its watermark check and
+// commits nothing (see Runner.Build).
 package floe
 
 import (
-	"github.com/floedata/floe/cli"
 	"github.com/floedata/floe/transform"
 )
 
-// Main gives a program built with this API floe's command line for its
-// transforms and returns the exit status for os.Exit: 0, 1 when a
-// transform failed, 2 for a usage error. The commands are
-//
-//	build [NAME...] [--full]                 build once, in dependency order
-//	run [--once | --every D] [NAME...]       build once, or on a schedule until SIGTERM
-//	status [NAME...] [--check | --history]   lag in time, freshness, watermarks, last build and error
-//	serve [--http ADDR]                      the status page, without builds
-//
-// with floe's global flags (--warehouse, --catalog, --config, --format,
-// --quiet). A transform whose input is another's output runs after it.
-// Runs are recorded in .<program>.floe-history.jsonl in the working
-// directory for status. Call it once, from main.
-func Main(transforms ...*Transform) int {
-	return cli.TransformsMain(transforms)
-}
-
-// Transform is a named computation from input tables to output tables.
+// Transform is a named computation from input tables to output tables,
+// declared with NewTransform. Its fields may be set directly; Validate
+// checks them.
 type Transform = transform.Transform
 
-// Context is what a compute function receives.
+// ComputeFunc computes a transform's outputs from its inputs. It must write
+// each output at most once per build (Write, Replace, ApplyChangelog,
+// Merge, Commit or Transaction); an output it does not write keeps its rows
+// and gets its watermarks advanced. An error fails the build and commits
+// nothing further.
+type ComputeFunc = transform.ComputeFunc
+
+// Context is what a compute function receives: the build's inputs and
+// outputs, whether the build is incremental, a logger. It is a
+// context.Context, cancelled when the build is stopped.
 type Context = transform.Context
 
-// Input is an input table as a build sees it.
+// Input is an input table as one build sees it: its state at the head the
+// build pinned, and the range since the last build.
 type Input = transform.Input
 
-// Output is an output table as a build writes it.
+// Output is an output table as one build writes it, once.
 type Output = transform.Output
 
-// Rows is a stream of record batches (an array.RecordReader).
+// Rows is a stream of record batches, readable once as an
+// array.RecordReader or with All.
 type Rows = transform.Rows
 
 // ReadMode says how inputs are read incrementally.
 type ReadMode = transform.ReadMode
 
-// Runner builds transforms against a catalog.
+// Runner builds transforms against a catalog. Its methods may be called
+// from several goroutines at once.
 type Runner = transform.Runner
 
-// Result describes one build.
+// Result describes one build: incremental or not and why, the input ranges
+// read and what was committed to each output.
 type Result = transform.Result
+
+// InputRange is the range of one input a build processed.
+type InputRange = transform.InputRange
+
+// OutputResult says what a build committed to one output.
+type OutputResult = transform.OutputResult
+
+// InputSpec declares an input (WithInput, WithInputOnBranch).
+type InputSpec = transform.InputSpec
+
+// OutputSpec declares an output (WithOutput and its OutputOptions).
+type OutputSpec = transform.OutputSpec
+
+// CommitFunc commits one output's change for a build, for writers outside
+// floe's engine (see Output.Commit).
+type CommitFunc = transform.CommitFunc
+
+// CommitRequest is what a CommitFunc receives: where to commit and the
+// properties its single Iceberg commit must carry and check.
+type CommitRequest = transform.CommitRequest
+
+// CommitResult is what a CommitFunc reports about its commit.
+type CommitResult = transform.CommitResult
+
+// Option configures NewTransform.
+type Option = transform.Option
+
+// OutputOption configures an output declared with WithOutput.
+type OutputOption = transform.OutputOption
 
 // Read modes.
 const (
+	// AppendOnly (the default) processes the rows appended since the last
+	// build; any overwrite or delete in range forces a full rebuild.
 	AppendOnly = transform.AppendOnly
-	Changelog  = transform.Changelog
+	// Changelog processes inserts, updates and deletes incrementally.
+	Changelog = transform.Changelog
 )
 
-// NewTransform declares a transform.
-func NewTransform(name string, compute transform.ComputeFunc, opts ...transform.Option) *Transform {
+// NewTransform declares a transform. It does not check the declaration:
+// Runner.Build does (Transform.Validate), before reading anything.
+func NewTransform(name string, compute ComputeFunc, opts ...Option) *Transform {
 	return transform.New(name, compute, opts...)
 }
 
-// Options of NewTransform.
-var (
-	WithInput           = transform.WithInput
-	WithInputOnBranch   = transform.WithInputOnBranch
-	WithOutput          = transform.WithOutput
-	WithReadMode        = transform.WithReadMode
-	WithSemanticVersion = transform.WithSemanticVersion
-	PartitionBy         = transform.PartitionBy
-	Identifier          = transform.Identifier
-	TableProperties     = transform.TableProperties
-	OnBranch            = transform.OnBranch
-)
+// WithInput declares the input name reading table ("ns.table") on its main
+// branch.
+func WithInput(name, table string) Option { return transform.WithInput(name, table) }
+
+// WithInputOnBranch declares the input name reading table on branch.
+func WithInputOnBranch(name, table, branch string) Option {
+	return transform.WithInputOnBranch(name, table, branch)
+}
+
+// WithOutput declares the output name writing table ("ns.table"); opts say
+// how floe creates it on its first build and which branch it writes.
+func WithOutput(name, table string, opts ...OutputOption) Option {
+	return transform.WithOutput(name, table, opts...)
+}
+
+// WithReadMode sets the read mode (AppendOnly by default).
+func WithReadMode(m ReadMode) Option { return transform.WithReadMode(m) }
+
+// WithSemanticVersion sets the semantic version; bumping it forces a full
+// rebuild, for when the logic changed and existing outputs are invalid.
+func WithSemanticVersion(v int) Option { return transform.WithSemanticVersion(v) }
+
+// PartitionBy sets the partition spec floe creates the output with, in
+// Iceberg's transform syntax ("day(ts), bucket(16, id)").
+func PartitionBy(spec string) OutputOption { return transform.PartitionBy(spec) }
+
+// Identifier sets the identifier fields floe creates the output with (they
+// must be non-null columns).
+func Identifier(cols ...string) OutputOption { return transform.Identifier(cols...) }
+
+// TableProperties sets the table properties floe creates the output with.
+func TableProperties(p map[string]string) OutputOption { return transform.TableProperties(p) }
+
+// OnBranch writes the output to branch b instead of main.
+func OnBranch(b string) OutputOption { return transform.OnBranch(b) }

@@ -2,6 +2,14 @@
 // iceberg-go SQL catalog on a pure-Go SQLite file inside a local warehouse
 // folder, laid out as Iceberg's Java JdbcCatalog lays it out) and named
 // catalogs from a YAML file in the format pyiceberg and iceberg-go use.
+//
+// The sql and hadoop types are compiled in; rest, glue and hive are
+// registered by the program that imports them (the floe binary does, in
+// cmd/floe; see package floe), and a configuration naming one that is not
+// compiled in fails with ErrUnsupported, naming the import. Errors wrap the
+// sentinels of errors.go (test with errors.Is). A Catalog is safe for
+// concurrent use as far as the iceberg-go catalog under it is; Close it
+// when done.
 package catalog
 
 import (

@@ -12,11 +12,6 @@ import (
 	"github.com/apache/iceberg-go/catalog/hadoop"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"gopkg.in/yaml.v3"
-
-	// Register the remote catalog types with iceberg-go's registry.
-	_ "github.com/apache/iceberg-go/catalog/glue"
-	_ "github.com/apache/iceberg-go/catalog/hive"
-	_ "github.com/apache/iceberg-go/catalog/rest"
 )
 
 // Config is a catalog configuration file in the format pyiceberg and
@@ -146,6 +141,9 @@ func openNamed(ctx context.Context, o Options) (*Catalog, error) {
 		c.ice = cat
 		return c, nil
 	case "rest", "glue", "hive":
+		if err := compiledIn(kind); err != nil {
+			return nil, fmt.Errorf("catalog %q (%s): %w", o.Name, path, err)
+		}
 		props["type"] = kind
 		cat, err := c.openRemote(ctx, props)
 		if err != nil {

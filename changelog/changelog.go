@@ -6,6 +6,12 @@
 // deletion vectors, any branch, and per-key changes (the latest action per
 // identifier, or the net change per identifier). Results stream as Arrow
 // batches; grouping spills to disk past a memory budget.
+//
+// Errors wrap the sentinels of errors.go (test with errors.Is) and name the
+// table and snapshot. A Changelog holds only its resolved range and
+// options: each range over Rows computes the changes anew with its own
+// memory budget and spill folder, so one Changelog may be read several
+// times, also from several goroutines at once. Reading commits nothing.
 package changelog
 
 import (
@@ -16,7 +22,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/rows"
@@ -311,5 +316,3 @@ func (c *Changelog) finish(ctx context.Context, rec arrow.RecordBatch) (arrow.Re
 	}
 	return rows.Project(rec, c.out, c.outCols), nil
 }
-
-var _ = iceberg.PrimitiveTypes

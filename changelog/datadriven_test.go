@@ -270,7 +270,7 @@ func changelogCmd(e *tabletest.Env, d *datadriven.TestData, name string) (string
 			}
 			off, v = n, v[:i]
 		}
-		id, ok := e.IDs[v]
+		_, ok = e.IDs[v]
 		if !ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -278,7 +278,6 @@ func changelogCmd(e *tabletest.Env, d *datadriven.TestData, name string) (string
 			}
 			return &n, nil
 		}
-		_ = id
 		ts := e.TS[v] + off
 		return &ts, nil
 	}

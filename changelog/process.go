@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
@@ -20,7 +21,10 @@ import (
 var errStopped = errors.New("changelog: the consumer stopped reading")
 
 // run computes the changelog and hands each output batch (full schema:
-// all data columns and the metadata columns) to emit, which takes it.
+// all data columns and the metadata columns) to emit, which takes it. It
+// reads each snapshot's raw changes in order (readSnapshot), and for
+// whole-range views (net changes, per key) groups everything read once at
+// the end (emitRange).
 func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) error {
 	if len(c.rng.Snapshots) == 0 {
 		return nil
@@ -30,15 +34,16 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 		return err
 	}
 	src := &source{c: c, fs: fs, states: map[string]*scan.State{}, keepCarryovers: c.opts.NetChanges}
-	n := c.dataSch.NumFields()
-	var global *rows.Partitioner
+	// whole holds the rows of the whole range for the views computed over
+	// it: net changes group whole rows, per-key views identifiers.
+	var whole *rows.Partitioner
 	if c.opts.NetChanges {
-		global = rows.NewPartitioner(c.full, c.dataCols, c.opts.MemoryBudget, c.opts.TempDir)
+		whole = rows.NewPartitioner(c.full, c.dataCols, c.opts.MemoryBudget, c.opts.TempDir)
 	} else if c.opts.PerKey != PerKeyNone {
-		global = rows.NewPartitioner(c.full, c.idCols, c.opts.MemoryBudget, c.opts.TempDir)
+		whole = rows.NewPartitioner(c.full, c.idCols, c.opts.MemoryBudget, c.opts.TempDir)
 	}
-	if global != nil {
-		defer global.Close()
+	if whole != nil {
+		defer whole.Close()
 	}
 	stopped := false
 	out := func(rec arrow.RecordBatch) error {
@@ -46,8 +51,8 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 			rec.Release()
 			return errStopped
 		}
-		if global != nil {
-			err := global.Add(ctx, rec)
+		if whole != nil {
+			err := whole.Add(ctx, rec)
 			rec.Release()
 			return err
 		}
@@ -60,72 +65,86 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 		if stopped {
 			return nil
 		}
-		if c.opts.NetChanges {
-			// The reference's net changes run one iterator over the raw
-			// changes of the whole range (RemoveNetCarryoverIterator): a
-			// row's carry-overs are not removed snapshot by snapshot first,
-			// so a row that survives takes the ordinal and snapshot of its
-			// last re-insertion, carry-overs included.
-			if _, err := src.changes(ctx, s, ordinal, func(kinds) func(arrow.RecordBatch) error {
-				return out
-			}); err != nil {
-				return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
-			}
-			continue
+		if err := c.readSnapshot(ctx, src, s, ordinal, out); err != nil {
+			return err
 		}
-		// Group the snapshot's raw changes by identifier (update images) or
-		// by whole row (carry-over removal), unless they need neither.
-		keyCols := c.dataCols
-		if c.updates {
-			keyCols = c.idCols
-		}
-		var part *rows.Partitioner
-		_, err := src.changes(ctx, s, ordinal, func(k kinds) func(arrow.RecordBatch) error {
-			if c.direct(k) {
-				return out
-			}
-			part = rows.NewPartitioner(c.full, keyCols, c.opts.MemoryBudget, c.opts.TempDir)
-			return func(rec arrow.RecordBatch) error {
-				err := part.Add(ctx, rec)
-				rec.Release()
-				return err
-			}
-		})
-		if err != nil {
-			if part != nil {
-				part.Close()
-			}
-			return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
-		}
-		if part == nil {
-			continue
-		}
-		for recs, err := range part.Partitions() {
-			if err != nil {
-				part.Close()
-				return err
-			}
-			res, err := c.processSnapshot(ctx, recs, s.SnapshotID)
-			for _, r := range recs {
-				r.Release()
-			}
-			if err != nil {
-				part.Close()
-				return err
-			}
-			if res != nil {
-				if err := out(res); err != nil {
-					part.Close()
-					return err
-				}
-			}
-		}
-		part.Close()
 	}
-	if global == nil || stopped {
+	if whole == nil || stopped {
 		return nil
 	}
-	for recs, err := range global.Partitions() {
+	return c.emitRange(ctx, whole, emit)
+}
+
+// readSnapshot reads the raw changes of snapshot s (the range's ordinal-th)
+// and hands its changes to out: as they are read for net changes and for
+// snapshots whose raw changes are already their changes (direct),
+// grouped by identifier (update images) or by whole row (carry-over
+// removal) and processed otherwise.
+func (c *Changelog) readSnapshot(ctx context.Context, src *source, s *table.Snapshot, ordinal int, out func(arrow.RecordBatch) error) error {
+	wrap := func(err error) error {
+		return fmt.Errorf("changelog of %s, snapshot %d: %w", scan.FormatIdent(c.tbl.Identifier()), s.SnapshotID, err)
+	}
+	if c.opts.NetChanges {
+		// The reference's net changes run one iterator over the raw
+		// changes of the whole range (RemoveNetCarryoverIterator): a
+		// row's carry-overs are not removed snapshot by snapshot first,
+		// so a row that survives takes the ordinal and snapshot of its
+		// last re-insertion, carry-overs included.
+		if _, err := src.changes(ctx, s, ordinal, func(kinds) func(arrow.RecordBatch) error { return out }); err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	keyCols := c.dataCols
+	if c.updates {
+		keyCols = c.idCols
+	}
+	var part *rows.Partitioner
+	_, err := src.changes(ctx, s, ordinal, func(k kinds) func(arrow.RecordBatch) error {
+		if c.direct(k) {
+			return out
+		}
+		part = rows.NewPartitioner(c.full, keyCols, c.opts.MemoryBudget, c.opts.TempDir)
+		return func(rec arrow.RecordBatch) error {
+			err := part.Add(ctx, rec)
+			rec.Release()
+			return err
+		}
+	})
+	if part != nil {
+		defer part.Close()
+	}
+	if err != nil {
+		return wrap(err)
+	}
+	if part == nil {
+		return nil
+	}
+	for recs, err := range part.Partitions() {
+		if err != nil {
+			return err
+		}
+		res, err := c.processSnapshot(ctx, recs, s.SnapshotID)
+		for _, r := range recs {
+			r.Release()
+		}
+		if err != nil {
+			return err
+		}
+		if res != nil {
+			if err := out(res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emitRange computes the whole-range view (net changes or per key) of the
+// rows read, one partition at a time, and hands the results to emit until
+// it stops taking them.
+func (c *Changelog) emitRange(ctx context.Context, whole *rows.Partitioner, emit func(arrow.RecordBatch) bool) error {
+	for recs, err := range whole.Partitions() {
 		if err != nil {
 			return err
 		}
@@ -145,7 +164,6 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 			return nil
 		}
 	}
-	_ = n
 	return nil
 }
 

@@ -128,13 +128,9 @@ Iceberg's net_changes over whole rows.`,
 // changelogFilter compiles --where against the changelog's full rows (all
 // table columns and the metadata columns).
 func changelogFilter(cl *changelog.Changelog, src string) (func(context.Context, arrow.RecordBatch) (arrow.RecordBatch, error), error) {
-	e, err := expr.Parse(src)
+	p, err := expr.CompileRowPredicate(cl.FullSchema(), src)
 	if err != nil {
-		return nil, exprError("--where", src, err)
+		return nil, exprError("--where", err)
 	}
-	prog, err := expr.Compile(e, cl.FullSchema())
-	if err != nil {
-		return nil, exprError("--where", src, err)
-	}
-	return prog.Filter, nil
+	return p.OnRows.Filter, nil
 }

@@ -15,11 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	// Object store schemes (s3://, s3a://, oss://, gs://, abfs://, abfss://,
-	// wasb://) for every table floe opens: iceberg-go's file IO, with floe's
-	// S3 factory (timeouts, retries, path style, checksums).
-	_ "github.com/floedata/floe/internal/objstore"
-
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/delta/deltasync"

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/floedata/floe/internal/demo"
 )
 
 func demoCommand(a *app) *cobra.Command {
@@ -16,7 +18,7 @@ between snapshots, and check the results. Nothing outside the folder is touched.
 		Example: "  floe demo\n  floe demo --dir /tmp/floe-demo --keep",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), a, dir, keep)
+			return demo.Run(cmd.Context(), a.stdout, dir, keep)
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "folder for the demo's warehouse (default: a new temporary folder)")

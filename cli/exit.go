@@ -2,7 +2,7 @@ package cli
 
 import "errors"
 
-// Exit statuses of floe and of programs built with floe.Main.
+// Exit statuses of floe and of programs built with package cmdline.
 const (
 	// ExitOK: the command did what it was asked.
 	ExitOK = 0

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +8,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
-	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/rowfile"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 
@@ -76,7 +73,10 @@ properties also when no row changes). On any error nothing is committed.`,
 			if err != nil {
 				return err
 			}
-			src, closeSrc, err := mergeSource(ctx, cat, stmt, tbl)
+			src, closeSrc, err := merge.OpenSource(ctx, cat, stmt, tbl)
+			if errors.Is(err, rowfile.ErrFormat) {
+				return usageError{err}
+			}
 			if err != nil {
 				return err
 			}
@@ -120,41 +120,6 @@ type formattedError struct {
 
 func (f formattedError) Error() string { return f.msg }
 func (f formattedError) Unwrap() error { return f.err }
-
-// mergeSource opens the USING relation of stmt: a file (its types guided
-// by the target table's) or a table at its current snapshot. The caller
-// calls the returned close function when done.
-func mergeSource(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, target *table.Table) (merge.Source, func(), error) {
-	if stmt.Source.Path == "" {
-		tbl, err := cat.Load(ctx, table.Identifier(stmt.Source.Table))
-		if err != nil {
-			return merge.Source{}, nil, err
-		}
-		schema, seq, err := scan.Rows(ctx, tbl, scan.Options{})
-		if err != nil {
-			return merge.Source{}, nil, err
-		}
-		return merge.Source{Schema: schema, Rows: seq}, func() {}, nil
-	}
-	path := stmt.Source.Path
-	format, err := rowfile.FormatFromPath(path)
-	if err != nil {
-		return merge.Source{}, nil, usageError{err}
-	}
-	hint, err := table.SchemaToArrowSchema(target.Schema(), nil, true, false)
-	if err != nil {
-		return merge.Source{}, nil, err
-	}
-	schema, err := sourceFileSchema(path, format, hint)
-	if err != nil {
-		return merge.Source{}, nil, err
-	}
-	rd, err := rowfile.Open(ctx, path, rowfile.ReadOptions{Target: schema, Format: format})
-	if err != nil {
-		return merge.Source{}, nil, err
-	}
-	return merge.Source{Schema: rd.Schema(), Rows: rd.All()}, func() { rd.Close() }, nil
-}
 
 // reportMerge prints the outcome of a merge: Spark's metrics.
 func (a *app) reportMerge(t tableops.Target, r *merge.MergeResult) error {

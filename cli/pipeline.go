@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -33,7 +32,7 @@ func init() {
 
 // pipelineSource is where the transforms of run, build and status come
 // from: a pipeline file named by the first argument (floe), or the
-// transforms a program was built with (floe.Main).
+// transforms a program was built with (package cmdline).
 type pipelineSource interface {
 	// load returns the pipeline and the arguments left (transform names).
 	load(a *app, args []string) (*pipeline.Pipeline, []string, error)
@@ -149,7 +148,8 @@ and error messages, never data rows.`
 	return c
 }
 
-// buildCommand is floe.Main's build: run once, in dependency order.
+// buildCommand is the build command of programs built with package cmdline:
+// run once, in dependency order.
 func buildCommand(a *app, src pipelineSource) *cobra.Command {
 	var f pipelineFlags
 	prog := src.(programSource).prog
@@ -376,21 +376,11 @@ func (a *app) reportOutcomes(outcomes []pipeline.Outcome) error {
 	return nil
 }
 
-// TransformsMain runs a program built with floe's Go API (floe.Main) on
-// os.Args and returns its exit status: 0, 1 for a failure, 2 for a usage
-// error, 3 when status --check finds an output past its error_after. The
-// program gets the commands build [NAME...] [--full], run [--once | --every
-// D] [NAME...], status [NAME...] and serve, and floe's global
-// flags (--warehouse, --catalog, --config, --format, --quiet). Runs are
-// recorded in .<program>.floe-history.jsonl in the working directory
-// (--status-file moves it). It must be called once, from main.
-func TransformsMain(transforms []*transform.Transform) int {
-	prog := filepath.Base(os.Args[0])
-	return RunTransforms(context.Background(), prog, transforms, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-}
-
-// RunTransforms is TransformsMain with explicit arguments and streams, for
-// tests and embedding; prog names the program in usage and messages.
+// RunTransforms runs the command line of a program built with floe's Go
+// API (package cmdline) with args and streams and returns its exit status:
+// 0, 1 for a failure, 2 for a usage error, 3 when status --check finds an
+// output past its error_after; prog names the program in usage and
+// messages.
 func RunTransforms(ctx context.Context, prog string, transforms []*transform.Transform, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	src := programSource{prog: prog, transforms: transforms}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -12,11 +13,12 @@ import (
 
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/pipeline"
+	"github.com/floedata/floe/internal/testdir"
 	"github.com/floedata/floe/tableops"
 	"github.com/floedata/floe/transform"
 )
 
-// runProgram runs a program built with floe.Main on transforms, in a
+// runProgram runs a program built with package cmdline on transforms, in a
 // temporary working directory (where it keeps its run history).
 func runProgram(t *testing.T, warehouse string, transforms []*transform.Transform, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -129,8 +131,8 @@ func TestMetricsAddressLoopback(t *testing.T) {
 		}
 	}
 	bare := regexp.MustCompile(`--(metrics-addr|http)[ =]:\d`)
-	for _, doc := range []string{"../README.md", "../docs/pipelines.md"} {
-		b, err := os.ReadFile(doc)
+	for _, doc := range []string{"README.md", "docs/pipelines.md"} {
+		b, err := os.ReadFile(filepath.Join(testdir.ModuleRoot(), doc))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,10 +35,6 @@ func (a *app) printColumns(cols []column) error {
 	schema := arrow.NewSchema(fields, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
-	n := 0
-	if len(cols) > 0 {
-		n = len(cols[0].values)
-	}
 	for i, c := range cols {
 		for _, v := range c.values {
 			if err := appendAny(b.Field(i), v); err != nil {
@@ -48,7 +44,6 @@ func (a *app) printColumns(cols []column) error {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	_ = n
 	return a.printRecord(rec)
 }
 

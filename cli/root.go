@@ -136,7 +136,7 @@ command).`,
 }
 
 // addGlobalFlags adds the flags every floe command (and every program
-// built with floe.Main) has.
+// built with package cmdline) has.
 func (a *app) addGlobalFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.warehouse, "warehouse", "", "warehouse folder of the embedded catalog (default ./warehouse, or $FLOE_WAREHOUSE)")
@@ -236,11 +236,13 @@ func execute(ctx context.Context, cmd *cobra.Command, prog string, args []string
 func versionCommand(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
-		Short:   "Print floe's version",
+		Short:   "Print floe's version and the catalogs and storage compiled in",
 		Example: "  floe version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(a.stdout, "floe %s\n", Version)
+			catalogs, schemes := compiledBackends()
+			fmt.Fprintf(a.stdout, "catalogs: embedded, %s\nstorage: %s\n", strings.Join(catalogs, ", "), strings.Join(schemes, ", "))
 			return nil
 		},
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	icecat "github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -95,10 +94,10 @@ func metadataCatalog(err error) Class {
 // definite no. Network errors have no sentinel and stay Unknown.
 func restCatalog(err error) Class {
 	switch {
-	case errors.Is(err, rest.ErrCommitStateUnknown), errors.Is(err, rest.ErrServerError), errors.Is(err, rest.ErrServiceUnavailable):
+	case isREST(err, restCommitStateUnknown, restServerError, restServiceUnavailable):
 		return Unknown
-	case errors.Is(err, rest.ErrBadRequest), errors.Is(err, rest.ErrForbidden), errors.Is(err, rest.ErrUnauthorized),
-		errors.Is(err, rest.ErrAuthorizationExpired), errors.Is(err, icecat.ErrNoSuchTable), errors.Is(err, icecat.ErrNoSuchNamespace):
+	case isREST(err, restBadRequest, restForbidden, restUnauthorized, restAuthorizationExpired),
+		errors.Is(err, icecat.ErrNoSuchTable), errors.Is(err, icecat.ErrNoSuchNamespace):
 		return Refused
 	}
 	return Unknown

@@ -109,7 +109,6 @@ func reassign(sc *iceberg.Schema) (*iceberg.Schema, error) {
 
 // parseField parses "name type [not null]" (or "name: type" inside struct<>).
 func parseField(l *lexer, next *int, inStruct bool) (iceberg.NestedField, error) {
-	start := l.pos
 	name, err := l.ident()
 	if err != nil {
 		return iceberg.NestedField{}, err
@@ -146,7 +145,6 @@ func parseField(l *lexer, next *int, inStruct bool) (iceberg.NestedField, error)
 		}
 		break
 	}
-	_ = start
 	return f, nil
 }
 

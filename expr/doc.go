@@ -67,4 +67,13 @@
 // parsers, *BindError from Compile and ToIceberg, *EvalError from
 // evaluation. Each wraps a sentinel of errors.go for errors.Is, and
 // FormatError draws the source line with a caret under the position.
+// CompilePredicate and CompileAssignments, the one way callers turn a
+// predicate or a SET list into a pruning filter, columns and a row
+// evaluator, return *CompileError values that carry the text too.
+//
+// # Concurrency
+//
+// Parsed expressions are not modified by anything in this package.
+// Programs, Predicates and Assignments are immutable and safe for
+// concurrent use.
 package expr

@@ -1,15 +1,12 @@
 package merge_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/cockroachdb/datadriven"
 
@@ -192,7 +189,3 @@ func TestWatermarkIsAtomic(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 }
-
-var _ = memory.DefaultAllocator
-var _ = array.NewStringBuilder
-var _ = context.Background

@@ -2,6 +2,14 @@
 // (upserts and deletes from a stream of change rows) and SQL MERGE INTO,
 // copy-on-write or merge-on-read (position deletes, deletion vectors or
 // equality deletes), committed exactly once with the caller's watermark.
+//
+// Apply and Merge commit one snapshot each (or none: an error commits
+// nothing), through package commit: when another writer commits first they
+// re-read the table and retry, and properties given with
+// WithExpectedProperties are checked again at each attempt, so concurrent
+// runs, also on one table, neither lose nor repeat each other's changes.
+// Errors wrap the sentinels below, and expr's for a statement's
+// expressions; test with errors.Is.
 package merge
 
 import "errors"

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"time"
 
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/delta/deltasync"
 	"github.com/floedata/floe/transform"
 )
 
@@ -28,8 +31,8 @@ type DeltaSpec struct {
 	SourceProperties map[string]string
 }
 
-// DeltaSyncRequest is one run of a delta step.
-type DeltaSyncRequest struct {
+// deltaSyncRequest is one run of a delta step.
+type deltaSyncRequest struct {
 	Spec    DeltaSpec        // what to sync
 	Catalog *catalog.Catalog // where the destination lives
 	// Full asks for a full rebuild of the destination from the Delta
@@ -38,32 +41,93 @@ type DeltaSyncRequest struct {
 	Logger *slog.Logger // the run's logger
 }
 
-// DeltaSyncer runs Delta Lake to Iceberg syncs for delta steps. Its methods
-// may be called from several goroutines at once (for different steps).
-type DeltaSyncer interface {
-	// Sync brings the destination up to date with the Delta table, in one
-	// Iceberg commit that records the last synced Delta version, and
-	// reports it as a build: Inputs[0] is the Delta table with Start and End
-	// versions, Outputs[0] the destination.
-	Sync(ctx context.Context, req DeltaSyncRequest) (*transform.Result, error)
-	// Watermark returns the last Delta version synced into a destination
-	// with these table properties; ok is false when there is none.
-	Watermark(props iceberg.Properties) (version int64, ok bool)
-}
-
-// DeltaSync runs delta steps. It is nil until a Delta Lake sync is wired
-// into this build of floe; a delta step then fails with ErrNotAvailable.
-// Set it once, before running pipelines (it is read without
-// synchronisation).
-var DeltaSync DeltaSyncer
-
-// OpenDeltaSource opens a delta step's Delta table with the storage
+// openDeltaSource opens a delta step's Delta table with the storage
 // settings it names: its storage profile, else the catalog's storage
 // settings, with its source properties on top (see catalog.SourceStorage).
-func OpenDeltaSource(ctx context.Context, req DeltaSyncRequest) (*delta.Table, error) {
+func openDeltaSource(ctx context.Context, req deltaSyncRequest) (*delta.Table, error) {
 	props, err := catalog.SourceStorage(req.Catalog, "", req.Spec.Storage, req.Spec.SourceProperties)
 	if err != nil {
 		return nil, fmt.Errorf("delta step %s: %w", req.Spec.Name, err)
 	}
 	return delta.OpenLocation(ctx, req.Spec.Path, props)
+}
+
+// syncDelta runs a delta step with deltasync.Sync: it brings the
+// destination up to date with the Delta table, in one Iceberg commit that
+// records the last synced Delta version, and reports it as a build:
+// Inputs[0] is the Delta table with Start and End versions, Outputs[0] the
+// destination.
+func syncDelta(ctx context.Context, req deltaSyncRequest) (*transform.Result, error) {
+	spec := req.Spec
+	if req.Full {
+		return nil, fmt.Errorf("delta step %s: a full rebuild is not supported: the destination %s keeps the Delta version it reached; drop it to migrate the Delta table again", spec.Name, spec.Dst)
+	}
+	ident, err := catalog.ParseTableName(spec.Dst)
+	if err != nil {
+		return nil, err
+	}
+	src, err := openDeltaSource(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	res, err := deltasync.Sync(ctx, req.Catalog, src, ident, deltasync.Options{
+		EqualityColumns: spec.EqualityColumns, Properties: spec.Properties, Logger: req.Logger})
+	if err != nil {
+		return nil, err
+	}
+	out := &transform.Result{Transform: spec.Name, Incremental: !res.Migrated, Started: started, Duration: time.Since(started)}
+	if res.Migrated {
+		out.Reason = fmt.Sprintf("first run: migrated the Delta snapshot at version %d", res.MigratedVersion)
+	}
+	out.Skipped = !res.Committed
+	out.Inputs = []transform.InputRange{{Name: "delta", Table: spec.Path, Start: version(res.StartWatermark), End: version(res.Watermark),
+		Snapshots: int(max(res.Watermark-res.StartWatermark, 0))}}
+	out.Outputs = []transform.OutputResult{DeltaOutput(ctx, req.Catalog, ident, res)}
+	return out, nil
+}
+
+// DeltaOutput reports what a Delta Lake sync committed to its Iceberg
+// table as a build's output: the rows of the migration of the Delta
+// snapshot (on a first run) and of every batch of changes, and the last
+// snapshot committed.
+func DeltaOutput(ctx context.Context, cat *catalog.Catalog, ident []string, res *deltasync.Result) transform.OutputResult {
+	o := transform.OutputResult{Name: "destination", Table: catalog.FormatName(ident), Operation: "delta sync", Committed: res.Committed, AnswerLost: res.AnswerLost}
+	if res.Migrated {
+		o.RowsAdded += res.MigratedRows
+	}
+	for _, b := range res.Batches {
+		if b.SnapshotID != 0 {
+			o.SnapshotID = b.SnapshotID
+		}
+		o.RowsAdded += b.RowsAdded
+		o.RowsRemoved += b.RowsRemoved
+	}
+	if o.SnapshotID == 0 && res.Migrated && cat != nil {
+		// The migration's snapshot (deltasync does not report its id).
+		if tbl, err := cat.Load(ctx, ident); err == nil {
+			if s := tbl.CurrentSnapshot(); s != nil {
+				o.SnapshotID = s.SnapshotID
+			}
+		}
+	}
+	return o
+}
+
+// deltaWatermark returns the last Delta version synced into a destination
+// with these table properties; ok is false when there is none.
+func deltaWatermark(props iceberg.Properties) (version int64, ok bool) {
+	v, ok := props[deltasync.PropSourceVersion]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+func version(v int64) string {
+	if v < 0 {
+		return ""
+	}
+	return strconv.FormatInt(v, 10)
 }

@@ -7,11 +7,10 @@
 // A YAML file (File, declared once in config.go; Reference renders its
 // documentation) lists transforms of four types: sync (Sync, the seeds'
 // CDC by key with a filter and a projection), filter (Filter, append-only),
-// merge (Merge: the changelog into a MERGE INTO run by MergeFunc) and delta
-// (a Delta Lake sync run by DeltaSync). MergeFunc and DeltaSync are wired
-// by builds of floe that include those engines; until then such steps fail
-// with ErrNotAvailable while the others run. Parse reports every problem of
-// a file at once, by file, line, transform and field (ValidationError).
+// merge (Merge: the changelog into a MERGE INTO run by package merge) and
+// delta (a Delta Lake sync run by package deltasync). Parse reports every
+// problem of a file at once, by file, line, transform and field
+// (ValidationError).
 // Transforms written in Go become a pipeline with FromTransforms.
 //
 // # Running
@@ -36,6 +35,5 @@
 // # Concurrency
 //
 // A Pipeline and its Steps are read-only once built. Runner, History and
-// Metrics are safe for concurrent use by the runs of different steps;
-// MergeFunc and DeltaSync must be set before pipelines run.
+// Metrics are safe for concurrent use by the runs of different steps.
 package pipeline

@@ -15,10 +15,6 @@ var (
 	// ErrUnknownTransform is wrapped when a transform is selected by a
 	// name the pipeline does not have.
 	ErrUnknownTransform = errors.New("unknown transform")
-	// ErrNotAvailable is wrapped when a transform needs code this build of
-	// floe does not include (a merge transform before MergeFunc is wired,
-	// a delta transform before DeltaSync is).
-	ErrNotAvailable = errors.New("not available in this build")
 	// ErrUpstreamFailed is wrapped in the outcome of a transform that was
 	// not run because a transform it depends on failed.
 	ErrUpstreamFailed = errors.New("an upstream transform failed")

@@ -10,9 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/rows"
@@ -198,6 +196,3 @@ func (e *env) head(name string) int64 {
 	}
 	return 0
 }
-
-var _ = memory.DefaultAllocator
-var _ table.Identifier

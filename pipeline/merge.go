@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/transform"
 )
 
@@ -32,33 +34,27 @@ type MergeSpec struct {
 // ChangesName is the name {changes} stands for in a merge statement.
 const ChangesName = "changes"
 
-// MergeRequest is one MERGE INTO a merge transform asks MergeFunc to run.
-type MergeRequest struct {
+// mergeRequest is one MERGE INTO a merge transform runs.
+type mergeRequest struct {
 	// Statement is the MERGE INTO with {destination} replaced by the
 	// destination's name and {changes} by ChangesName.
 	Statement string
 	// Changes are the rows {changes} stands for: the source's columns plus
 	// _change_type (INSERT, UPDATE_AFTER or DELETE), _change_ordinal and
-	// _commit_snapshot_id, one row per key. MergeFunc reads them once and
-	// need not release them.
+	// _commit_snapshot_id, one row per key. runMerge reads them once and
+	// does not release them.
 	Changes array.RecordReader
 	// Commit says where and how to commit: the build's watermarks go into
 	// the same commit, conditional on Commit.Expect (see
 	// transform.CommitRequest). When Commit.Replace is true the build is
-	// not incremental: the result must be the statement run against an
-	// empty destination, replacing the destination's rows in one commit.
+	// not incremental: the result is the statement run against an empty
+	// destination, replacing the destination's rows in one commit.
 	Commit transform.CommitRequest
 }
 
-// MergeFunc runs a MERGE INTO statement for merge transforms. It is nil
-// until a MERGE INTO executor is wired into this build of floe; a merge
-// transform then fails with ErrNotAvailable. Set it once, before running
-// pipelines (it is read without synchronisation).
-var MergeFunc func(ctx context.Context, req MergeRequest) (transform.CommitResult, error)
-
 // Merge returns the transform for spec. Every build reads the source's
 // changelog since the last build (on a full build: the current rows as
-// INSERTs) and hands it to MergeFunc with the statement, in one commit
+// INSERTs) and runs the statement on it with merge.Merge, in one commit
 // with the build's watermarks. floe creates the destination on the first
 // build with the source's columns, the keys as identifier fields. Its
 // semantic version follows the keys and statement (and SemanticVersion).
@@ -80,17 +76,13 @@ func Merge(spec MergeSpec) (*transform.Transform, error) {
 	statement := strings.NewReplacer("{destination}", catalog.FormatName(ident), "{changes}", ChangesName).Replace(spec.Statement)
 	version := optionsVersion(spec.SemanticVersion, strings.Join(spec.Keys, ","), spec.Statement)
 	compute := func(ctx *transform.Context) error {
-		run := MergeFunc
-		if run == nil {
-			return errMergeNotWired
-		}
 		changes, err := ctx.Input("source").Changelog(spec.Keys...)
 		if err != nil {
 			return err
 		}
 		defer changes.Release()
 		return ctx.Output("destination").Commit("merge", dataSchema(changes.Schema()), func(cctx context.Context, req transform.CommitRequest) (transform.CommitResult, error) {
-			return run(cctx, MergeRequest{Statement: statement, Changes: changes, Commit: req})
+			return runMerge(cctx, mergeRequest{Statement: statement, Changes: changes, Commit: req})
 		})
 	}
 	return transform.New(name, compute,
@@ -100,8 +92,6 @@ func Merge(spec MergeSpec) (*transform.Transform, error) {
 		transform.WithReadMode(transform.Changelog),
 		transform.WithSemanticVersion(version)), nil
 }
-
-var errMergeNotWired = fmt.Errorf("merge transforms are %w: MERGE INTO is not wired into this floe (pipeline.MergeFunc is nil)", ErrNotAvailable)
 
 // dataSchema drops the changelog's metadata columns.
 func dataSchema(s *arrow.Schema) *arrow.Schema {
@@ -114,4 +104,43 @@ func dataSchema(s *arrow.Schema) *arrow.Schema {
 		fields = append(fields, f)
 	}
 	return arrow.NewSchema(fields, nil)
+}
+
+// runMerge runs a merge step's statement with merge.Merge, in one commit
+// carrying the build's watermarks (replacing the destination's rows on a
+// full build).
+func runMerge(ctx context.Context, req mergeRequest) (transform.CommitResult, error) {
+	stmt, err := expr.ParseMerge(req.Statement)
+	if err != nil {
+		return transform.CommitResult{}, fmt.Errorf("%w: %s", ErrInvalidPipeline, expr.FormatError(req.Statement, err))
+	}
+	changes := req.Changes
+	src := merge.Source{Name: ChangesName, Schema: changes.Schema(), Rows: func(yield func(arrow.RecordBatch, error) bool) {
+		for changes.Next() {
+			rec := changes.RecordBatch()
+			rec.Retain()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		if err := changes.Err(); err != nil {
+			yield(nil, err)
+		}
+	}}
+	opts := []merge.Option{
+		merge.WithBranch(req.Commit.Branch),
+		merge.WithCommitProperties(req.Commit.SetProperties),
+		merge.WithExpectedProperties(req.Commit.Expect),
+		merge.WithSnapshotProperties(req.Commit.SnapshotProperties),
+		merge.WithCommitEmpty(),
+	}
+	if req.Commit.Replace {
+		opts = append(opts, merge.WithReplaceTarget())
+	}
+	res, err := merge.Merge(ctx, req.Commit.Catalog, stmt, src, opts...)
+	if err != nil {
+		return transform.CommitResult{}, err
+	}
+	return transform.CommitResult{Committed: res.Committed, SnapshotID: res.SnapshotID, RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved,
+		Attempts: res.Attempts, AnswerLost: res.AnswerLost}, nil
 }

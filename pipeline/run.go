@@ -202,11 +202,7 @@ func (r *Runner) build(ctx context.Context, s *Step) (*transform.Result, error) 
 		return nil, err
 	}
 	if s.Delta != nil {
-		syncer := DeltaSync
-		if syncer == nil {
-			return nil, fmt.Errorf("transform %s: delta transforms are %w: the Delta Lake sync is not wired into this floe (pipeline.DeltaSync is nil)", s.Name, ErrNotAvailable)
-		}
-		res, err := syncer.Sync(ctx, DeltaSyncRequest{Spec: *s.Delta, Catalog: r.Catalog, Full: r.Full,
+		res, err := syncDelta(ctx, deltaSyncRequest{Spec: *s.Delta, Catalog: r.Catalog, Full: r.Full,
 			Logger: r.logger().With("transform", s.Name)})
 		if err != nil {
 			return nil, fmt.Errorf("transform %s: %w", s.Name, err)
@@ -215,11 +211,6 @@ func (r *Runner) build(ctx context.Context, s *Step) (*transform.Result, error) 
 	}
 	if s.Transform == nil {
 		return nil, fmt.Errorf("transform %s: nothing to run", s.Name)
-	}
-	if s.Type == TypeMerge && MergeFunc == nil {
-		// The transform fails the same way; failing here spares a build
-		// decision (and its log lines) that cannot lead anywhere.
-		return nil, fmt.Errorf("transform %s: %w", s.Name, errMergeNotWired)
 	}
 	tr := &transform.Runner{Catalog: r.Catalog, Logger: r.logger(), Full: r.Full}
 	return tr.Build(ctx, s.Transform)

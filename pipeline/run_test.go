@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,16 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/floedata/floe/delta/deltasync"
 	"github.com/floedata/floe/internal/testdir"
-	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/state"
-	"github.com/floedata/floe/transform"
 )
 
 const shopPipeline = `
@@ -87,15 +84,14 @@ func statusOf(t *testing.T, st []pipeline.OutputStatus, name string) pipeline.Ou
 }
 
 func TestRunOnceOrderFailuresStatus(t *testing.T) {
-	// This test checks how a step that cannot run fails: unwire MERGE INTO.
-	saved := pipeline.MergeFunc
-	pipeline.MergeFunc = nil
-	defer func() { pipeline.MergeFunc = saved }()
+	// This test checks how a step that cannot run fails: merged's key is
+	// not a column of its source, so reading its changelog fails before
+	// anything is created or committed.
 	e := newEnv(t)
 	e.create("orders", "id long not null, status string, amount long", []string{"id"},
 		iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"})
 	e.insert("orders", []any{1, "active", 50}, []any{2, "active", 150}, []any{3, "closed", 500}, []any{4, "active", 300})
-	p := loadPipeline(t, shopPipeline)
+	p := loadPipeline(t, strings.Replace(shopPipeline, "destination: ns.merged\n    key: [id]", "destination: ns.merged\n    key: [nosuch]", 1))
 	hist := pipeline.OpenHistory(p.StatusFile)
 	reg := prometheus.NewRegistry()
 	r := &pipeline.Runner{Catalog: e.Cat, Logger: discardLogger(), History: hist, Metrics: pipeline.NewMetrics(reg)}
@@ -104,12 +100,12 @@ func TestRunOnceOrderFailuresStatus(t *testing.T) {
 	if !errors.Is(err, pipeline.ErrRunFailed) || !strings.Contains(err.Error(), "2 of 4 transforms failed or were not run: merged, after_merge") {
 		t.Fatalf("RunOnce error %v", err)
 	}
-	// Dependency order; merged fails (MERGE INTO is not wired), after_merge is not run.
+	// Dependency order; merged fails (no column nosuch), after_merge is not run.
 	if got := kinds(outcomes); got != "active=full big=full merged=error after_merge=blocked" {
 		t.Fatalf("outcomes %s", got)
 	}
-	if !errors.Is(outcomes[2].Err, pipeline.ErrNotAvailable) || !strings.Contains(outcomes[2].Err.Error(), "not available in this build") {
-		t.Fatalf("merged: %v", outcomes[2].Err)
+	if err := outcomes[2].Err; err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("merged: %v", err)
 	}
 	if !errors.Is(outcomes[3].Err, pipeline.ErrUpstreamFailed) {
 		t.Fatalf("after_merge: %v", outcomes[3].Err)
@@ -133,7 +129,7 @@ func TestRunOnceOrderFailuresStatus(t *testing.T) {
 	}
 	m := statusOf(t, st, "merged")
 	if m.Exists || m.Note != "missing: the next build creates it" || m.Run == nil || m.Run.LastOutcome != "error" ||
-		!strings.Contains(m.Run.LastError, "not available in this build") || m.Run.LastErrorAt.IsZero() {
+		!strings.Contains(m.Run.LastError, "nosuch") || m.Run.LastErrorAt.IsZero() {
 		t.Fatalf("status of merged: %+v %+v", m, m.Run)
 	}
 	if am := statusOf(t, st, "after_merge"); am.Run == nil || am.Run.LastOutcome != "blocked" || !strings.Contains(am.Run.LastError, "merged") {
@@ -245,59 +241,14 @@ transforms:
 	}
 }
 
-// fakeMerge is a MergeFunc that runs apply_changelog instead of the
-// statement (enough to check the plumbing: the request, the watermarks,
-// the compare-and-swap), recording the requests.
-type fakeMerge struct {
-	requests []pipeline.MergeRequest
-	rows     []int64
-}
-
-func (f *fakeMerge) run(ctx context.Context, req pipeline.MergeRequest) (transform.CommitResult, error) {
-	f.requests = append(f.requests, req)
-	c := req.Commit
-	if c.Replace {
-		tbl, err := c.Catalog.Load(ctx, c.Table)
-		if err != nil {
-			return transform.CommitResult{}, err
-		}
-		if tbl.CurrentSnapshot() != nil {
-			return transform.CommitResult{}, errors.New("fakeMerge cannot replace a table with rows")
-		}
-	}
-	var n int64
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for req.Changes.Next() {
-			rec := req.Changes.RecordBatch()
-			n += rec.NumRows()
-			rec.Retain()
-			if !yield(rec, nil) {
-				return
-			}
-		}
-		if err := req.Changes.Err(); err != nil {
-			yield(nil, err)
-		}
-	}
-	res, err := merge.Apply(ctx, c.Catalog, c.Table, req.Changes.Schema(), seq, []string{"id"},
-		merge.WithCommitProperties(c.SetProperties), merge.WithExpectedProperties(c.Expect),
-		merge.WithCommitEmpty(), merge.WithSnapshotProperties(c.SnapshotProperties))
-	f.rows = append(f.rows, n)
-	if err != nil {
-		return transform.CommitResult{}, err
-	}
-	return transform.CommitResult{Committed: res.Committed, SnapshotID: res.SnapshotID, RowsAdded: res.RowsAdded, RowsRemoved: res.RowsRemoved}, nil
-}
-
-func TestMergeThroughMergeFunc(t *testing.T) {
+// TestMergeStep runs a merge step's MERGE INTO through package merge: the
+// statement with its placeholders replaced, the watermarks in the same
+// commit, a full build first and incremental ones after.
+func TestMergeStep(t *testing.T) {
 	e := newEnv(t)
 	e.create("orders", "id long not null, status string, amount long", []string{"id"}, nil)
 	e.insert("orders", []any{1, "active", 50}, []any{2, "active", 150})
 	p := loadPipeline(t, shopPipeline)
-	f := &fakeMerge{}
-	saved := pipeline.MergeFunc
-	pipeline.MergeFunc = f.run
-	defer func() { pipeline.MergeFunc = saved }()
 	r := &pipeline.Runner{Catalog: e.Cat, Logger: discardLogger()}
 	steps := []*pipeline.Step{p.Step("merged"), p.Step("after_merge")}
 	outcomes, err := r.RunOnce(e.Ctx, p, steps)
@@ -307,13 +258,14 @@ func TestMergeThroughMergeFunc(t *testing.T) {
 	if got := kinds(outcomes); got != "merged=full after_merge=full" {
 		t.Fatalf("outcomes %s", got)
 	}
-	req := f.requests[0]
-	if want := "MERGE INTO ns.merged AS t USING changes AS s ON t.id = s.id WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *\n"; req.Statement != want {
-		t.Fatalf("statement %q", req.Statement)
+	// One commit carries the rows, the watermark and the build's summary.
+	merged := e.Load("merged")
+	if merged.Properties()[state.PropWatermark] != strconv.FormatInt(e.head("orders"), 10) ||
+		merged.CurrentSnapshot().Summary.Properties["floe.transform.name"] != "merged" {
+		t.Fatalf("merged: properties %v, summary %v", merged.Properties(), merged.CurrentSnapshot().Summary)
 	}
-	if !req.Commit.Replace || req.Commit.SetProperties[state.PropWatermark] != strconv.FormatInt(e.head("orders"), 10) ||
-		req.Commit.SnapshotProperties["floe.transform.name"] != "merged" {
-		t.Fatalf("commit request %+v", req.Commit)
+	if o := outcomes[0].Result.Outputs[0]; o.Operation != "merge" || !o.Committed || o.RowsAdded != 2 || o.SnapshotID != e.head("merged") {
+		t.Fatalf("merged output %+v", o)
 	}
 	if got := render(e.rowsOf("merged")); got != "(1,'active',50) (2,'active',150)" {
 		t.Fatalf("merged %s", got)
@@ -331,8 +283,9 @@ func TestMergeThroughMergeFunc(t *testing.T) {
 	if got := kinds(outcomes); got != "merged=incremental after_merge=full" {
 		t.Fatalf("outcomes %s", got)
 	}
-	if f.requests[1].Commit.Replace || f.rows[1] != 2 {
-		t.Fatalf("incremental request: replace %v, %d change rows", f.requests[1].Commit.Replace, f.rows[1])
+	// The incremental build applied the two changes (a delete, an update).
+	if o := outcomes[0].Result.Outputs[0]; o.RowsRemoved == 0 || o.RowsAdded != 1 {
+		t.Fatalf("incremental merged output %+v", o)
 	}
 	if got := render(e.rowsOf("merged")); got != "(2,'active',99)" {
 		t.Fatalf("merged %s", got)
@@ -345,54 +298,42 @@ func TestMergeThroughMergeFunc(t *testing.T) {
 	}
 }
 
-// fakeDelta is a DeltaSyncer recording its requests.
-type fakeDelta struct {
-	requests []pipeline.DeltaSyncRequest
-}
-
-func (f *fakeDelta) Sync(_ context.Context, req pipeline.DeltaSyncRequest) (*transform.Result, error) {
-	f.requests = append(f.requests, req)
-	return &transform.Result{Transform: req.Spec.Name, Incremental: true,
-		Inputs: []transform.InputRange{{Name: "delta", Table: req.Spec.Path, Start: "1", End: "4", Snapshots: 3}}}, nil
-}
-
-func (f *fakeDelta) Watermark(props iceberg.Properties) (int64, bool) {
-	v, err := strconv.ParseInt(props["test.delta-version"], 10, 64)
-	return v, err == nil
-}
-
-func TestDeltaThroughDeltaSync(t *testing.T) {
+// TestDeltaStep runs a delta step through package deltasync: the first run
+// migrates the Delta table, status reads the watermark it committed, and a
+// full rebuild is refused.
+func TestDeltaStep(t *testing.T) {
 	e := newEnv(t)
-	table := testdir.Shared(t, "delta", "deltars-cdf-table-non-partitioned") // versions 0..4
+	table := testdir.Shared(t, "delta", "deltars-cdf-table") // versions 0..3
 	p := loadPipeline(t, `
 transforms:
   - {name: lake, type: delta, path: `+table+`, destination: ns.lake, equality_columns: [id]}
 `)
 	r := &pipeline.Runner{Catalog: e.Cat, Logger: discardLogger()}
-	saved := pipeline.DeltaSync
-	defer func() { pipeline.DeltaSync = saved }()
-	pipeline.DeltaSync = nil
 	outcomes, err := r.RunOnce(e.Ctx, p, nil)
-	if !errors.Is(err, pipeline.ErrRunFailed) || !errors.Is(outcomes[0].Err, pipeline.ErrNotAvailable) {
-		t.Fatalf("delta without DeltaSync: %v / %v", err, outcomes[0].Err)
-	}
-	f := &fakeDelta{}
-	pipeline.DeltaSync = f
-	r.Full = true
-	outcomes, err = r.RunOnce(e.Ctx, p, nil)
-	if err != nil || outcomes[0].Kind != pipeline.OutcomeIncremental {
+	if err != nil || outcomes[0].Kind != pipeline.OutcomeFull {
 		t.Fatalf("%+v %v", outcomes, err)
 	}
-	if req := f.requests[0]; req.Spec.Path != table || req.Spec.Dst != "ns.lake" || req.Spec.EqualityColumns[0] != "id" || !req.Full || req.Catalog != e.Cat {
-		t.Fatalf("request %+v", req)
+	res := outcomes[0].Result
+	if !strings.Contains(res.Reason, "first run: migrated the Delta snapshot at version 3") ||
+		res.Inputs[0].Table != table || res.Inputs[0].End != "3" || res.Outputs[0].Table != "ns.lake" || res.Outputs[0].RowsAdded == 0 {
+		t.Fatalf("result %+v", res)
 	}
-	// Status: the lag comes from the syncer's watermark and the Delta log.
-	e.create("lake", "id long not null", []string{"id"}, iceberg.Properties{"test.delta-version": "1"})
+	if got := e.Load("lake").Properties()[deltasync.PropSourceVersion]; got != "3" {
+		t.Fatalf("watermark %q", got)
+	}
 	st, err := r.Status(e.Ctx, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := st[0]; !s.Exists || s.Behind == nil || *s.Behind != 3 || s.Inputs[0].Head != "4" || s.Inputs[0].Watermark != "1" {
+	if s := st[0]; !s.Exists || s.Behind == nil || *s.Behind != 0 || s.Inputs[0].Head != "3" || s.Inputs[0].Watermark != "3" {
 		t.Fatalf("delta status %+v", s)
+	}
+	outcomes, _ = r.RunOnce(e.Ctx, p, nil)
+	if outcomes[0].Kind != pipeline.OutcomeSkipped {
+		t.Fatalf("second run %+v", outcomes[0])
+	}
+	r.Full = true
+	if outcomes, _ = r.RunOnce(e.Ctx, p, nil); outcomes[0].Err == nil || !strings.Contains(outcomes[0].Err.Error(), "a full rebuild is not supported") {
+		t.Fatalf("full rebuild %+v", outcomes[0])
 	}
 }

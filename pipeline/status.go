@@ -599,12 +599,7 @@ func (sr *statusReader) deltaStatus(s *Step) OutputStatus {
 	default:
 		os.Exists = true
 		describeHead(&os, tbl, "")
-		syncer := DeltaSync
-		if syncer == nil {
-			notes = append(notes, "delta transforms are "+ErrNotAvailable.Error())
-			break
-		}
-		wm, ok := syncer.Watermark(tbl.Properties())
+		wm, ok := deltaWatermark(tbl.Properties())
 		if !ok {
 			notes = append(notes, "no watermark: the next build is a full rebuild")
 			break
@@ -737,10 +732,7 @@ func (sr *statusReader) sourcesOf(name, branch, snap string, depth int) ([]sourc
 		if nothing {
 			return []source{{table: w.Delta.Path, delta: true}}, true
 		}
-		if DeltaSync == nil {
-			return nil, false
-		}
-		v, ok := DeltaSync.Watermark(props)
+		v, ok := deltaWatermark(props)
 		if !ok {
 			return nil, false
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
@@ -332,7 +331,6 @@ func TestIcebergSchema(t *testing.T) {
 		}
 		pf.Close()
 	}
-	_ = parquet.DefaultBufSize
 }
 
 // TestCorruptParquet damages the bytes of a valid file in many places: each

@@ -1,7 +1,6 @@
 package rowfile
 
 import (
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -223,5 +222,4 @@ func TestParseFormat(t *testing.T) {
 			t.Errorf("%v.String() = %q", got, got.String())
 		}
 	}
-	_ = fmt.Sprint
 }

@@ -155,7 +155,7 @@ func Rows(ctx context.Context, tbl *table.Table, opts Options) (*arrow.Schema, i
 	if err != nil {
 		return nil, nil, err
 	}
-	outSchema, outIce, err := r.ArrowSchema(opts.Columns)
+	outSchema, _, err := r.ArrowSchema(opts.Columns)
 	if err != nil {
 		return nil, nil, fmt.Errorf("table %s: %w", FormatIdent(tbl.Identifier()), err)
 	}
@@ -170,7 +170,6 @@ func Rows(ctx context.Context, tbl *table.Table, opts Options) (*arrow.Schema, i
 			}
 		}
 	}
-	_ = outIce
 	tasks, err := Plan(ctx, tbl, snap, opts.Filter)
 	if err != nil {
 		return nil, nil, err

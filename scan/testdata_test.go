@@ -2,7 +2,6 @@ package scan_test
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -160,5 +159,4 @@ func TestInvalidDeletionVectorIsRejected(t *testing.T) {
 		t.Errorf("error should say the deletion vector is invalid: %v", err)
 	}
 	t.Logf("error: %v", err)
-	_ = errors.Is
 }

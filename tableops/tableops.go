@@ -2,6 +2,15 @@
 // delete, update, overwrite, branches, rollback) as thin uses of the write
 // package, each committing exactly one snapshot, retried when another
 // writer commits first.
+//
+// The functions may run concurrently, also on one table: each attempt is
+// prepared against the freshly loaded head and committed through package
+// commit, which retries when another writer committed first and removes
+// the files of abandoned attempts, so racing writers neither lose nor
+// repeat rows. When the catalog's answer to a commit is lost, commit finds
+// out by the commit's id whether it landed (Outcome.AnswerLost, CommitID);
+// a rerun with the same Target.CommitID commits nothing if it did.
+// Predicates come from expr.CompilePredicate.
 package tableops
 
 import (
@@ -41,6 +50,8 @@ type Target struct {
 	CommitID string
 }
 
+// String names the target as messages do: "ns.table", or "ns.table
+// (branch b)" off main.
 func (t Target) String() string {
 	s := catalog.FormatName(t.Ident)
 	if t.Branch != "" && t.Branch != table.MainBranch {

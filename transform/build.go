@@ -2,11 +2,9 @@ package transform
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +16,6 @@ import (
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/state"
-	"github.com/floedata/floe/write"
 )
 
 // Runner builds transforms against a catalog.
@@ -78,70 +75,55 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 	b := &build{ctx: ctx, r: r, t: t, log: log, inputs: map[string]*Input{}, outputs: map[string]*Output{}}
 	res := &Result{Transform: t.Name, Started: time.Now()}
 	b.next = state.Build{Transform: t.Name, SemanticVersion: t.SemanticVersion}
-	for _, spec := range t.Inputs {
-		tbl, err := r.Catalog.LoadTable(ctx, spec.Table)
-		if err != nil {
-			return nil, fmt.Errorf("transform %s: input %s: %w", t.Name, spec.Name, err)
-		}
-		head, err := write.BranchHead(tbl, spec.Branch)
-		if err != nil {
-			return nil, fmt.Errorf("transform %s: input %s: %w", t.Name, spec.Name, err)
-		}
-		b.inputs[spec.Name] = &Input{spec: spec, b: b, tbl: tbl, head: head}
-		snap := state.NoSnapshot
-		if head != nil {
-			snap = strconv.FormatInt(head.SnapshotID, 10)
-		}
-		b.next.Inputs = append(b.next.Inputs, state.InputState{Name: spec.Name, Table: spec.Table,
-			UUID: tbl.Metadata().TableUUID().String(), Branch: spec.Branch, Snapshot: snap})
+	if err := b.openInputs(); err != nil {
+		return nil, err
 	}
-	sort.Slice(b.next.Inputs, func(i, j int) bool { return b.next.Inputs[i].Name < b.next.Inputs[j].Name })
-	var prev *state.Build
 	reason := ""
 	if r.Full {
 		reason = "a full rebuild was asked for"
 	}
-	for _, spec := range t.Outputs {
-		ident, err := catalog.ParseTableName(spec.Table)
-		if err != nil {
-			return nil, fmt.Errorf("transform %s: output %s: %w", t.Name, spec.Name, err)
-		}
-		o := &Output{spec: spec, b: b, ident: ident, result: OutputResult{Name: spec.Name, Table: spec.Table}}
-		b.outputs[spec.Name] = o
-		tbl, err := r.Catalog.Load(ctx, ident)
-		if err != nil {
-			if !errors.Is(err, catalog.ErrNoSuchTable) && !errors.Is(err, catalog.ErrNoSuchNamespace) {
-				return nil, fmt.Errorf("transform %s: output %s: %w", t.Name, spec.Name, err)
-			}
-			if reason == "" {
-				reason = fmt.Sprintf("output %s does not exist", spec.Table)
-			}
-			// NB: the watermark keys must still be absent when this build
-			// commits: another build that created the output first wins.
-			o.expect = state.Expect(nil, b.next.Keys())
-			continue
-		}
-		o.tbl = tbl
-		o.expect = state.Expect(tbl.Properties(), b.next.Keys())
-		st, ok := state.Read(tbl.Properties())
-		switch {
-		case reason != "":
-		case !ok:
-			reason = fmt.Sprintf("output %s has no watermark", spec.Table)
-		case prev != nil && !sameInputs(*prev, st):
-			reason = fmt.Sprintf("outputs were last built at different input snapshots (an earlier build stopped between outputs; %s differs)", spec.Table)
-		default:
-			prev = &st
-		}
+	reason, err := b.openOutputs(reason)
+	if err != nil {
+		return nil, err
 	}
-	if reason == "" && prev != nil {
-		reason = b.compare(*prev)
+	b.decide(reason)
+	res.Inputs = b.ranges()
+	res.Incremental, res.Reason = b.incremental, b.reason
+	if b.incremental && b.nothingNew() {
+		res.Skipped = true
+		res.Duration = time.Since(res.Started)
+		log.Info("nothing new since the last build; nothing committed")
+		return res, nil
 	}
+	if b.incremental {
+		log.Info("incremental build", "inputs", describeRanges(res.Inputs))
+	} else {
+		log.Info("full rebuild", "reason", b.reason)
+	}
+	cctx := &Context{Context: ctx, b: b}
+	if err := t.Compute(cctx); err != nil {
+		return nil, fmt.Errorf("transform %s: %w", t.Name, err)
+	}
+	if res.Outputs, err = b.commitOutputs(); err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(res.Started)
+	return res, nil
+}
+
+// decide makes the build incremental when nothing gave a reason not to.
+func (b *build) decide(reason string) {
 	b.incremental = reason == ""
 	b.reason = reason
 	for _, in := range b.inputs {
 		in.incremental = b.incremental
 	}
+}
+
+// ranges are the input ranges the build reads: from each watermark
+// (exclusive) to the pinned head when incremental, the head alone when not.
+func (b *build) ranges() []InputRange {
+	var out []InputRange
 	for _, in := range b.next.Inputs {
 		rng := InputRange{Name: in.Name, Table: in.Table, End: in.Snapshot}
 		if b.incremental {
@@ -152,40 +134,31 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 			}
 			rng.Snapshots = len(state.Between(i.tbl.Metadata(), i.head, i.start))
 		}
-		res.Inputs = append(res.Inputs, rng)
+		out = append(out, rng)
 	}
-	res.Incremental, res.Reason = b.incremental, reason
-	if b.incremental && b.nothingNew() {
-		res.Skipped = true
-		res.Duration = time.Since(res.Started)
-		log.Info("nothing new since the last build; nothing committed")
-		return res, nil
-	}
-	if b.incremental {
-		log.Info("incremental build", "inputs", describeRanges(res.Inputs))
-	} else {
-		log.Info("full rebuild", "reason", reason)
-	}
-	cctx := &Context{Context: ctx, b: b}
-	if err := t.Compute(cctx); err != nil {
-		return nil, fmt.Errorf("transform %s: %w", t.Name, err)
-	}
-	for _, spec := range t.Outputs {
+	return out
+}
+
+// commitOutputs commits every output once, in declaration order: what
+// compute wrote, or the new watermarks alone for an output it did not
+// write.
+func (b *build) commitOutputs() ([]OutputResult, error) {
+	var out []OutputResult
+	for _, spec := range b.t.Outputs {
 		o := b.outputs[spec.Name]
-		if err := o.finish(ctx); err != nil {
-			return nil, fmt.Errorf("transform %s: %w", t.Name, err)
+		if err := o.finish(b.ctx); err != nil {
+			return nil, fmt.Errorf("transform %s: %w", b.t.Name, err)
 		}
-		res.Outputs = append(res.Outputs, o.result)
+		out = append(out, o.result)
 		if o.result.Committed {
-			log.Info("committed output", "output", o.spec.Table, "operation", o.result.Operation,
+			b.log.Info("committed output", "output", o.spec.Table, "operation", o.result.Operation,
 				"snapshot", o.result.SnapshotID, "rows_added", o.result.RowsAdded, "rows_removed", o.result.RowsRemoved)
 		}
 		if o.result.AnswerLost {
-			log.Warn("the catalog's answer to the output's commit was lost; floe reloaded the table and found the commit: it landed once", "output", o.spec.Table)
+			b.log.Warn("the catalog's answer to the output's commit was lost; floe reloaded the table and found the commit: it landed once", "output", o.spec.Table)
 		}
 	}
-	res.Duration = time.Since(res.Started)
-	return res, nil
+	return out, nil
 }
 
 func describeRanges(rs []InputRange) string {

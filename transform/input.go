@@ -56,20 +56,17 @@ func (in *Input) Filter(predicate string) *Input {
 
 func (in *Input) ctx() context.Context { return in.b.ctx }
 
-// compileFilter compiles the filter against schema.
+// compileFilter compiles the filter against rows with schema (nil when
+// there is no filter).
 func (in *Input) compileFilter(schema *arrow.Schema) (*expr.Program, error) {
 	if in.filter == "" {
 		return nil, nil
 	}
-	e, err := expr.Parse(in.filter)
+	p, err := expr.CompileRowPredicate(schema, in.filter)
 	if err != nil {
-		return nil, fmt.Errorf("input %s filter: %s", in.spec.Name, expr.FormatError(in.filter, err))
+		return nil, fmt.Errorf("input %s filter: %w", in.spec.Name, err)
 	}
-	p, err := expr.Compile(e, schema)
-	if err != nil {
-		return nil, fmt.Errorf("input %s filter: %s", in.spec.Name, expr.FormatError(in.filter, err))
-	}
-	return p, nil
+	return p.OnRows, nil
 }
 
 // Current reads the whole current state of the input (at the pinned head).
@@ -85,22 +82,11 @@ func (in *Input) Current() (*Rows, error) {
 	id := in.head.SnapshotID
 	opts.At.SnapshotID = &id
 	if in.filter != "" {
-		e, err := expr.Parse(in.filter)
+		p, err := expr.CompilePredicate(in.tbl.Schema(), in.filter)
 		if err != nil {
-			return nil, fmt.Errorf("input %s filter: %s", in.spec.Name, expr.FormatError(in.filter, err))
+			return nil, fmt.Errorf("input %s filter: %w", in.spec.Name, err)
 		}
-		if ib, _, err := expr.ToIceberg(e, in.tbl.Schema()); err == nil {
-			opts.Filter = ib
-		}
-		sch, _, err := scanSchema(in.tbl)
-		if err != nil {
-			return nil, err
-		}
-		p, err := in.compileFilter(sch)
-		if err != nil {
-			return nil, err
-		}
-		opts.RowFilter = p.Filter
+		opts.Filter, opts.RowFilter = p.Iceberg, p.OnRows.Filter
 	}
 	sch, seq, err := scan.Rows(in.ctx(), in.tbl, opts)
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/floedata/floe/ddl"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/tableops"
 	"github.com/floedata/floe/write"
 )
@@ -408,5 +407,3 @@ func paths(files []iceberg.DataFile) []string {
 	}
 	return out
 }
-
-var _ = state.NoSnapshot

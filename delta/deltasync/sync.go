@@ -56,11 +56,11 @@ type Options struct {
 	// An end version after the latest is clamped to it.
 	End delta.Bound
 
-	// Mode is the write mode of a table Sync creates: write.CopyOnWrite
-	// (the default) or write.MergeOnRead, stored as write.delete.mode,
+	// Mode is the write mode of a table Sync creates: tableops.CopyOnWrite
+	// (the default) or tableops.MergeOnRead, stored as write.delete.mode,
 	// write.update.mode and write.merge.mode. An existing table keeps its
 	// own properties.
-	Mode write.Mode
+	Mode tableops.Mode
 	// DeleteMode overrides how rows are removed at every run (see
 	// merge.DeleteMode): merge.DeleteEquality writes equality deletes
 	// without reading the table, as Beam's and Flink's writers do.

@@ -1,6 +1,6 @@
 // Command cdc is a program built with floe's Go API: the seeds' identity
 // CDC transform and their filtered changelog, run with the command line
-// floe.Main gives it:
+// package cmdline gives it:
 //
 //	cdc build [NAME...] [--full]
 //	cdc run [--once | --every 15m] [NAME...]
@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/floedata/floe"
+	"github.com/floedata/floe/cmdline"
 )
 
 // identityCDC replicates the inserts, updates and deletes of shop.orders
@@ -67,5 +68,5 @@ func activeOrders() *floe.Transform {
 }
 
 func main() {
-	os.Exit(floe.Main(activeOrders(), identityCDC()))
+	os.Exit(cmdline.Main(activeOrders(), identityCDC()))
 }

@@ -19,11 +19,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 
-	// iceberg-go's own factories: gs:// and the Azure schemes are used as
-	// they are; its s3:// factory is registered first so that the init
-	// below can replace it deterministically.
-	_ "github.com/apache/iceberg-go/io/gocloud/azure"
-	_ "github.com/apache/iceberg-go/io/gocloud/gcs"
+	// iceberg-go's own s3:// factory is registered first so that the init
+	// below replaces it deterministically, whoever else imports it.
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 )
 

@@ -3,10 +3,12 @@
 // requests have timeouts and whose transient failures are retried with
 // jittered exponential backoff up to a total time budget, reads and writes
 // alike, and which honours s3.path-style-access and a checksum setting for
-// strict S3-compatible servers. gs:// and the Azure schemes stay iceberg-go's.
+// strict S3-compatible servers. gs:// and the Azure schemes stay iceberg-go's
+// (github.com/apache/iceberg-go/io/gocloud/gcs and .../azure register them).
 //
-// Importing the package registers the factories (it is imported once, by the
-// CLI). Settings are the Iceberg property names; see docs/storage.md.
+// Importing the package registers the factories; programs import it through
+// the public package s3io (cmd/floe does, unless built with -tags
+// floe_no_s3). Settings are the Iceberg property names; see docs/storage.md.
 package objstore
 
 import (

@@ -39,7 +39,9 @@ func mustAsset(name string) string {
 	return string(b)
 }
 
-// Server serves the status page of the pipeline its Monitor samples.
+// Server serves the status page of the pipeline its Monitor samples. Its
+// handler serves requests concurrently; it reads the Monitor's samples and
+// never opens a table or changes anything.
 type Server struct {
 	Monitor *pipeline.Monitor
 	// Refresh is how often the page reloads itself (0 = the monitor's

@@ -1,8 +1,9 @@
-package cli
+package merge
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -13,9 +14,51 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go/table"
 
+	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/rowfile"
+	"github.com/floedata/floe/scan"
 )
+
+// OpenSource opens the USING relation of a MERGE INTO statement for Merge:
+// a file (Parquet, CSV, JSON Lines; see sourceFileSchema for the types its
+// columns get, guided by the target's) or a table at its current snapshot.
+// The caller calls closeSource when done with the rows. A file whose
+// format its name does not tell fails with an error wrapping
+// rowfile.ErrFormat; one that does not exist with fs.ErrNotExist.
+func OpenSource(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, target *table.Table) (src Source, closeSource func(), err error) {
+	if stmt.Source.Path == "" {
+		tbl, err := cat.Load(ctx, table.Identifier(stmt.Source.Table))
+		if err != nil {
+			return Source{}, nil, err
+		}
+		schema, seq, err := scan.Rows(ctx, tbl, scan.Options{})
+		if err != nil {
+			return Source{}, nil, err
+		}
+		return Source{Schema: schema, Rows: seq}, func() {}, nil
+	}
+	path := stmt.Source.Path
+	format, err := rowfile.FormatFromPath(path)
+	if err != nil {
+		return Source{}, nil, err
+	}
+	hint, err := table.SchemaToArrowSchema(target.Schema(), nil, true, false)
+	if err != nil {
+		return Source{}, nil, err
+	}
+	schema, err := sourceFileSchema(path, format, hint)
+	if err != nil {
+		return Source{}, nil, err
+	}
+	rd, err := rowfile.Open(ctx, path, rowfile.ReadOptions{Target: schema, Format: format})
+	if err != nil {
+		return Source{}, nil, err
+	}
+	return Source{Schema: rd.Schema(), Rows: rd.All()}, func() { rd.Close() }, nil
+}
 
 // sourceFileSchema returns the schema a MERGE source file is read with.
 // Parquet columns keep the file's types. CSV and JSON columns named like a
