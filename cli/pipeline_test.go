@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/internal/testdir"
+	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/tableops"
 	"github.com/floedata/floe/transform"
 )
