@@ -38,6 +38,7 @@ import (
 type Config struct {
 	Catalogs map[string]map[string]any `yaml:"catalog"`
 	Storage  map[string]map[string]any `yaml:"storage"`
+	Spark    map[string]any            `yaml:"spark"`
 }
 
 // LoadConfig reads and parses a configuration file.
@@ -68,6 +69,9 @@ func (c *Config) Properties(name string) (iceberg.Properties, error) {
 	for k, v := range m {
 		switch v := v.(type) {
 		case nil:
+		case map[string]any:
+			// A nested block (spark:, see SparkConfig) is floe's, not
+			// a catalog property.
 		case string:
 			props[k] = v
 		default:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -36,6 +37,9 @@ type DeltaSyncRequest struct {
 	// table's latest snapshot.
 	Full   bool
 	Logger *slog.Logger // the run's logger
+	// Push chooses the engine; Remote is the Spark engine (nil: none).
+	Push   pushdown.Settings
+	Remote pushdown.Engine
 }
 
 // DeltaSyncer runs Delta Lake to Iceberg syncs for delta steps. Its methods

@@ -53,6 +53,13 @@ type RunRecord struct {
 	Reason       string `json:"reason,omitempty"` // why a build was full
 	Error        string `json:"error,omitempty"`
 	Engine       string `json:"engine,omitempty"`
+	// EngineReason says why the engine was chosen (auto, or a build kept
+	// local); SparkRemote, SparkSession and SparkApp name where a Spark
+	// build ran.
+	EngineReason string `json:"engine_reason,omitempty"`
+	SparkRemote  string `json:"spark_remote,omitempty"`
+	SparkSession string `json:"spark_session,omitempty"`
+	SparkApp     string `json:"spark_app,omitempty"`
 	RowsAdded    int64  `json:"rows_added"`
 	RowsRemoved  int64  `json:"rows_removed"`
 	BytesRead    int64  `json:"bytes_read"`

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -98,7 +99,8 @@ func Merge(spec MergeSpec) (*transform.Transform, error) {
 		transform.WithOutput("destination", spec.Dst, transform.Identifier(spec.Keys...),
 			transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)),
 		transform.WithReadMode(transform.Changelog),
-		transform.WithSemanticVersion(version)), nil
+		transform.WithSemanticVersion(version),
+		withPush(&transform.Push{Kind: pushdown.JobMerge, Keys: spec.Keys, Statement: statement})), nil
 }
 
 var errMergeNotWired = fmt.Errorf("merge transforms are %w: MERGE INTO is not wired into this floe (pipeline.MergeFunc is nil)", ErrNotAvailable)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -45,6 +46,8 @@ type Step struct {
 	Delta *DeltaSpec
 	// Line is the step's line in its pipeline file (0 when not from one).
 	Line int
+	// Engine is the step's own engine choice ("" = the runner's).
+	Engine pushdown.Kind
 }
 
 // Pipeline is a validated set of steps in dependency order: a step comes
@@ -261,7 +264,7 @@ func (tc TransformConfig) step() (*Step, error) {
 	s := &Step{Name: tc.Name, Type: tc.Type, Every: time.Duration(tc.Every), Line: tc.Line,
 		Destinations: []string{tc.Destination}, TargetLag: time.Duration(tc.TargetLag),
 		WarnAfter: time.Duration(tc.Freshness.WarnAfter), ErrorAfter: time.Duration(tc.Freshness.ErrorAfter),
-		Definition: tc.definition()}
+		Definition: tc.definition(), Engine: pushdown.Kind(tc.Engine)}
 	var err error
 	switch tc.Type {
 	case TypeSync:
@@ -296,7 +299,7 @@ func (tc TransformConfig) step() (*Step, error) {
 // reads, writes and computes; not its schedule or freshness targets).
 func (tc TransformConfig) definition() string {
 	c := tc
-	c.Line, c.line, c.Every, c.TargetLag, c.Freshness = 0, nil, 0, 0, Freshness{}
+	c.Line, c.line, c.Every, c.TargetLag, c.Freshness, c.Engine = 0, nil, 0, 0, Freshness{}, ""
 	b, err := json.Marshal(c)
 	if err != nil {
 		return ""

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -83,7 +84,13 @@ func Sync(spec SyncSpec) (*transform.Transform, error) {
 		transform.WithOutput("destination", spec.Dst, transform.Identifier(spec.Keys...),
 			transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)),
 		transform.WithReadMode(transform.Changelog),
-		transform.WithSemanticVersion(version)), nil
+		transform.WithSemanticVersion(version),
+		withPush(&transform.Push{Kind: pushdown.JobSync, Keys: spec.Keys, Filter: spec.Filter, Columns: spec.Columns})), nil
+}
+
+// withPush lets a remote engine run the transform's builds.
+func withPush(p *transform.Push) transform.Option {
+	return func(t *transform.Transform) { t.Push = p }
 }
 
 // optionsVersion derives a transform's semantic version from the options

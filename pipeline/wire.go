@@ -79,12 +79,19 @@ func (deltaSyncer) Sync(ctx context.Context, req DeltaSyncRequest) (*transform.R
 		return nil, err
 	}
 	started := time.Now()
-	res, err := deltasync.Sync(ctx, req.Catalog, src, ident, deltasync.Options{
-		EqualityColumns: spec.EqualityColumns, Properties: spec.Properties, Logger: req.Logger})
+	res, pushed, d, err := deltaOnSpark(ctx, req, src, ident)
+	if err == nil && res == nil {
+		res, err = deltasync.Sync(ctx, req.Catalog, src, ident, deltasync.Options{
+			EqualityColumns: spec.EqualityColumns, Properties: spec.Properties, Logger: req.Logger})
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := &transform.Result{Transform: spec.Name, Incremental: !res.Migrated, Started: started, Duration: time.Since(started)}
+	out := &transform.Result{Transform: spec.Name, Incremental: !res.Migrated, Started: started, Duration: time.Since(started),
+		Engine: d.Engine, EngineReason: d.Reason}
+	if pushed != nil {
+		out.Remote, out.SparkSession, out.SparkApp = pushed.Remote, pushed.SessionID, pushed.AppID
+	}
 	if res.Migrated {
 		out.Reason = fmt.Sprintf("first run: migrated the Delta snapshot at version %d", res.MigratedVersion)
 	}
