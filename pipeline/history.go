@@ -49,10 +49,10 @@ type RunRecord struct {
 	// Repeat, when above 1, says the record stands for that many skipped
 	// runs in a row (Start of the first, End of the last), merged by a
 	// compaction.
-	Repeat       int    `json:"repeat,omitempty"`
-	Reason       string `json:"reason,omitempty"` // why a build was full
-	Error        string `json:"error,omitempty"`
-	Engine       string `json:"engine,omitempty"`
+	Repeat int    `json:"repeat,omitempty"`
+	Reason string `json:"reason,omitempty"` // why a build was full
+	Error  string `json:"error,omitempty"`
+	Engine string `json:"engine,omitempty"`
 	// EngineReason says why the engine was chosen (auto, or a build kept
 	// local); SparkRemote, SparkSession and SparkApp name where a Spark
 	// build ran.
