@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rowfile"
 )
 
@@ -20,6 +22,7 @@ func applyCommand(a *app) *cobra.Command {
 	var (
 		changes, keys, seq, deleteMode, branch, changeType string
 		props                                              []string
+		ef                                                 engineFlags
 	)
 	c := &cobra.Command{
 		Use:   "apply NS.T --changes FILE --key COL[,COL...]",
@@ -64,6 +67,25 @@ sets table properties (watermarks) in the same commit.`,
 			if err != nil {
 				return err
 			}
+			push, err := ef.settings(a, sparkLayer{}, nil)
+			if err != nil {
+				return err
+			}
+			unsupported := ""
+			if deleteMode != "" {
+				unsupported = "--delete-mode: Spark removes rows as the table's write.merge.mode says"
+			}
+			abs, _ := filepath.Abs(changes)
+			d, pushed, err := a.pushCommand(ctx, push, cat, pushdown.Estimate{ReadBytes: fileSize(changes)}.Add(pushdown.EstimateOutput(tbl)), unsupported,
+				pushdown.Job{Kind: pushdown.JobApply, Output: ident, Branch: branch, Keys: splitList(keys), ChangesPath: abs,
+					SequenceColumn: seq, ChangeTypeColumn: changeType, SetProperties: p})
+			if err != nil {
+				return err
+			}
+			if pushed != nil {
+				return a.reportPushed("apply "+catalog.FormatName(ident), d, pushed)
+			}
+			a.engineNote("apply "+catalog.FormatName(ident), d, "")
 			target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 			if err != nil {
 				return err
@@ -73,7 +95,7 @@ sets table properties (watermarks) in the same commit.`,
 				return err
 			}
 			defer r.Close()
-			opts := []merge.Option{merge.WithDeleteMode(dm), merge.WithBranch(branch)}
+			opts := []merge.Option{merge.WithDeleteMode(dm), merge.WithBranch(branch), merge.WithSnapshotProperties(d.Summary())}
 			if seq != "" {
 				opts = append(opts, merge.WithSequenceColumn(seq))
 			}
@@ -101,6 +123,7 @@ sets table properties (watermarks) in the same commit.`,
 	f.StringVar(&deleteMode, "delete-mode", "", "position or equality (default: the table's write.merge.mode)")
 	f.StringArrayVar(&props, "property", nil, "table property k=v committed with the changes (repeatable)")
 	f.StringVar(&branch, "branch", "", "write to this branch")
+	ef.register(c)
 	return c
 }
 

@@ -2,13 +2,22 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/spf13/cobra"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/delta/deltasync"
+	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/pushdown"
+	"github.com/floedata/floe/rowfile"
 )
 
 // engineFlags are the flags choosing the engine of a build: --engine,
@@ -91,3 +100,136 @@ func (a *app) engineNote(what string, d pushdown.Decision, session string) {
 }
 
 func envRemote() string { return os.Getenv(pushdown.EnvRemote) }
+
+// pushCommand decides the engine of one command's build (est: its
+// planned work; unsupported: why it cannot run on Spark) and runs job on
+// Spark when chosen. It returns the decision and, when Spark ran the
+// build, its result; with a nil result the command runs locally, and
+// records d.Summary() in its snapshot.
+func (a *app) pushCommand(ctx context.Context, push pushdown.Settings, cat *catalog.Catalog, est pushdown.Estimate, unsupported string, job pushdown.Job) (pushdown.Decision, *pushdown.Result, error) {
+	if push.Kind == pushdown.Local {
+		return pushdown.Decision{Engine: string(pushdown.Local)}, nil, nil
+	}
+	d, err := push.Choose(est, unsupported)
+	if err != nil {
+		return d, nil, usageError{err}
+	}
+	if !d.Spark() {
+		return d, nil, nil
+	}
+	eng, err := a.connectEngine(ctx, push, cat)
+	if err != nil {
+		return d, nil, err
+	}
+	defer eng.Close()
+	job.Catalog = cat
+	if job.Logger == nil {
+		job.Logger = a.logger()
+	}
+	summary := d.Summary()
+	for k, v := range job.Summary {
+		summary[k] = v
+	}
+	job.Summary = summary
+	res, err := eng.Run(ctx, job)
+	if err != nil {
+		return d, nil, err
+	}
+	if res.AnswerLost {
+		a.infof("floe: warning: the answer of a Spark statement on %s was lost; floe found the build's commit by its id (%s=%s): it landed once",
+			catalog.FormatName(job.Output), pushdown.SummaryBuildID, res.BuildID)
+	}
+	return d, res, nil
+}
+
+// fileSize is the size of a local file (0 when it cannot be read).
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// reportPushed prints what a build pushed down to Spark committed.
+func (a *app) reportPushed(what string, d pushdown.Decision, res *pushdown.Result) error {
+	f, _ := a.outputFormat()
+	if f == rowfile.OutputJSON || f == rowfile.OutputJSONL {
+		out := map[string]any{"table": what, "engine": d.Engine, "engine_reason": d.Reason, "committed": res.Committed,
+			"snapshot_id": nil, "rows_added": res.RowsAdded, "rows_removed": res.RowsRemoved, "attempts": res.Attempts,
+			"spark_remote": res.Remote, "spark_session": res.SessionID, "spark_app": res.AppID, "build_id": res.BuildID}
+		if res.SnapshotID != 0 {
+			out["snapshot_id"] = res.SnapshotID
+		}
+		return json.NewEncoder(a.stdout).Encode(out)
+	}
+	snap := "no new snapshot"
+	if res.SnapshotID != 0 {
+		snap = fmt.Sprintf("snapshot %d", res.SnapshotID)
+	}
+	a.infof("%s: +%d -%d rows, %s; engine spark (%s; Spark %s, application %s, session %s)", what, res.RowsAdded, res.RowsRemoved, snap, d.Reason, res.Remote, res.AppID, res.SessionID)
+	return nil
+}
+
+// deltaOnSpark runs a delta sync's change feed on Spark when the engine
+// choice says so; a nil result means the sync runs locally (the first run,
+// which migrates the Delta snapshot, always does).
+func (a *app) deltaOnSpark(ctx context.Context, push pushdown.Settings, cat *catalog.Catalog, src *delta.Table, ident table.Identifier, keys []string, unsupported string, log *slog.Logger) (*deltasync.Result, error) {
+	if push.Kind == pushdown.Local {
+		return nil, nil
+	}
+	name := "delta sync " + catalog.FormatName(ident)
+	var plan *pipeline.DeltaSparkPlan
+	var err error
+	if unsupported == "" {
+		plan, err = pipeline.PlanDeltaSpark(ctx, cat, src, ident, keys, -1)
+		switch {
+		case errors.Is(err, pipeline.ErrDeltaFirstRun):
+			a.engineNote(name, pushdown.Decision{Engine: string(pushdown.Local), Reason: "kept local: " + err.Error()}, "")
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+	var est pushdown.Estimate
+	if plan != nil {
+		est = plan.Estimate
+	}
+	d, err := push.Choose(est, unsupported)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if !d.Spark() {
+		a.engineNote(name, d, "")
+		return nil, nil
+	}
+	eng, err := a.connectEngine(ctx, push, cat)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	res, out, err := pipeline.SparkDeltaSync(ctx, eng, cat, plan, d, log)
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		a.infof("%s: engine spark (%s; Spark %s, application %s, session %s)", name, d.Reason, out.Remote, out.AppID, out.SessionID)
+	}
+	return res, nil
+}
+
+// pushNeeded returns the engine kind ("spark" or "auto") some step of a
+// pipeline run may push down with, or "" when every build is local.
+func pushNeeded(push pushdown.Settings, steps []*pipeline.Step) string {
+	need := ""
+	for _, s := range steps {
+		k := push.Kind
+		if s.Engine != "" {
+			k = s.Engine
+		}
+		if k != pushdown.Local && k != "" {
+			need = string(k)
+		}
+	}
+	return need
+}

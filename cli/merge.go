@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
@@ -22,6 +24,7 @@ func init() { extraCommands = append(extraCommands, mergeCommand) }
 func mergeCommand(a *app) *cobra.Command {
 	var branch string
 	var props []string
+	var ef engineFlags
 	c := &cobra.Command{
 		Use:   `merge "MERGE INTO NS.T [AS t] USING SOURCE [AS s] ON ... WHEN ..."`,
 		Short: "Run a SQL MERGE INTO statement (Spark SQL semantics) in one commit",
@@ -74,12 +77,37 @@ properties also when no row changes). On any error nothing is committed.`,
 			if err != nil {
 				return err
 			}
+			push, err := ef.settings(a, sparkLayer{}, nil)
+			if err != nil {
+				return err
+			}
+			est := pushdown.EstimateOutput(tbl)
+			pushStmt := sql
+			if stmt.Source.Path != "" {
+				est.ReadBytes = fileSize(stmt.Source.Path)
+				if abs, err := filepath.Abs(stmt.Source.Path); err == nil && abs != stmt.Source.Path {
+					c := *stmt
+					c.Source.Path = abs
+					pushStmt = c.String()
+				}
+			} else if st, err := cat.Load(ctx, table.Identifier(stmt.Source.Table)); err == nil {
+				est = est.Add(pushdown.EstimateRange(st, st.CurrentSnapshot(), nil))
+			}
+			d, pushed, err := a.pushCommand(ctx, push, cat, est, "", pushdown.Job{Kind: pushdown.JobSQL, Output: ident, Branch: branch,
+				Statement: pushStmt, SetProperties: p})
+			if err != nil {
+				return err
+			}
+			if pushed != nil {
+				return a.reportPushed("merge "+catalog.FormatName(ident), d, pushed)
+			}
+			a.engineNote("merge "+catalog.FormatName(ident), d, "")
 			src, closeSrc, err := mergeSource(ctx, cat, stmt, tbl)
 			if err != nil {
 				return err
 			}
 			defer closeSrc()
-			opts := []merge.Option{merge.WithBranch(branch)}
+			opts := []merge.Option{merge.WithBranch(branch), merge.WithSnapshotProperties(d.Summary())}
 			if len(p) > 0 {
 				// Properties (watermarks) advance even when no row changes.
 				opts = append(opts, merge.WithCommitProperties(p), merge.WithCommitEmpty())
@@ -101,6 +129,7 @@ properties also when no row changes). On any error nothing is committed.`,
 	}
 	c.Flags().StringVar(&branch, "branch", "", "merge into this branch")
 	c.Flags().StringArrayVar(&props, "property", nil, "table property k=v committed with the merge (repeatable)")
+	ef.register(c)
 	return c
 }
 

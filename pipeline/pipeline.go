@@ -60,6 +60,8 @@ type Pipeline struct {
 	Steps []*Step
 	// StatusFile is where runs are recorded for floe status ("" = none).
 	StatusFile string
+	// Spark is the file's spark: block (zero when none).
+	Spark      SparkConfig
 	byName     map[string]*Step
 	upstream   map[string][]string
 }
@@ -257,6 +259,7 @@ func (f *File) Pipeline() (*Pipeline, error) {
 		return nil, err
 	}
 	p.StatusFile = StatusFileFor(f.Path)
+	p.Spark = f.Spark
 	return p, nil
 }
 
