@@ -24,6 +24,31 @@ type planner struct {
 
 const targetMark = "\x00target\x00"
 
+// checkMark starts a check statement: a query whose rows, if any, fail the
+// build with a message naming them (checkMark + message + "\x00" + query).
+const checkMark = "\x00check\x00"
+
+func checkStmt(msg, query string) string { return checkMark + msg + "\x00" + query }
+
+// parseCheck splits a check statement; ok is false for other statements.
+func parseCheck(s string) (msg, query string, ok bool) {
+	if !strings.HasPrefix(s, checkMark) {
+		return "", "", false
+	}
+	msg, query, _ = strings.Cut(s[len(checkMark):], "\x00")
+	return msg, query, true
+}
+
+// dupCheck fails the build when the cached view holds several rows of one
+// key.
+func (p *planner) dupCheck(view, msg string) string {
+	var keys []string
+	for _, k := range p.job.Keys {
+		keys = append(keys, quote(k))
+	}
+	return checkStmt(msg, "SELECT "+strings.Join(keys, ", ")+", count(*) AS n FROM "+view+" GROUP BY "+strings.Join(keys, ", ")+" HAVING count(*) > 1 LIMIT 3")
+}
+
 func quote(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 func (p *planner) name(ident []string) string {
@@ -219,13 +244,8 @@ func (p *planner) netChanges(withFilter bool) (string, error) {
 			return "", err
 		}
 	}
-	var keyList []string
-	for _, k := range j.Keys {
-		keyList = append(keyList, quote(k))
-	}
-	part := strings.Join(keyList, ", ")
 	side := func(id *int64) string {
-		return "SELECT *, COALESCE(" + f + ", false) AS __m, true AS __p, count(*) OVER (PARTITION BY " + part + ") AS __n FROM (" + p.allAt(id) + ")"
+		return "SELECT *, COALESCE(" + f + ", false) AS __m FROM (" + p.allAt(id) + ")"
 	}
 	var on, same, keysOut []string
 	for _, k := range j.Keys {
@@ -259,12 +279,11 @@ func (p *planner) netChanges(withFilter bool) (string, error) {
 	if j.Source.End == nil {
 		b = "SELECT * FROM (" + side(nil) + ") WHERE false"
 	}
-	dup := "assert_true(COALESCE(a.__n, 0) <= 1 AND COALESCE(b.__n, 0) <= 1, 'floe: several live rows of the source share a key; per-key changes need unique keys')"
 	sel := strings.Join(append(keysOut, vals...), ", ")
 	q := "SELECT " + sel + ", CASE WHEN COALESCE(b.__m, false) THEN 'U' ELSE 'D' END AS __op, " +
 		"CASE WHEN NOT COALESCE(b.__m, false) THEN 'DELETE' WHEN COALESCE(a.__m, false) THEN 'UPDATE_AFTER' ELSE 'INSERT' END AS __ct " +
 		"FROM (" + a + ") a FULL OUTER JOIN (" + b + ") b ON " + strings.Join(on, " AND ") +
-		" WHERE " + dup + " IS NULL AND NOT (COALESCE(a.__m, false) AND COALESCE(b.__m, false) AND " + strings.Join(same, " AND ") + ")" +
+		" WHERE NOT (COALESCE(a.__m, false) AND COALESCE(b.__m, false) AND " + strings.Join(same, " AND ") + ")" +
 		" AND (COALESCE(a.__m, false) OR COALESCE(b.__m, false))"
 	return q, nil
 }
@@ -297,8 +316,12 @@ func (p *planner) sync() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{p.upsertMerge(q)}, nil
+	return []string{"CACHE TABLE __floe_changes AS " + q,
+		p.dupCheck("__floe_changes", "several live rows of the source "+catalogName(p.job.Source.Table)+" share a key; per-key changes need unique keys"),
+		p.upsertMerge("SELECT * FROM __floe_changes")}, nil
 }
+
+func catalogName(ident []string) string { return strings.Join(ident, ".") }
 
 func (p *planner) filter() ([]string, error) {
 	if p.job.Replace || p.job.Source.Start == nil {
@@ -351,7 +374,7 @@ func (p *planner) changesView() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "CREATE OR REPLACE TEMPORARY VIEW changes AS SELECT " + strings.Join(cols, ", ") +
+	return "CACHE TABLE changes AS SELECT " + strings.Join(cols, ", ") +
 		", __ct AS _change_type, 0 AS _change_ordinal, CAST(" + end + " AS BIGINT) AS _commit_snapshot_id FROM (" + q + ")", nil
 }
 
@@ -385,13 +408,17 @@ func (p *planner) merge() ([]string, error) {
 			m.SourceAlias = m.Source.Table[len(m.Source.Table)-1]
 		}
 		m.Source.Table = []string{"changes"}
-		return []string{view}, nil
+		pre := []string{view}
+		if !p.job.Replace && p.job.Source.Start != nil {
+			pre = append(pre, p.dupCheck("changes", "several live rows of the source "+catalogName(p.job.Source.Table)+" share a key; per-key changes need unique keys"))
+		}
+		return pre, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	if p.job.Replace {
-		stmts = append([]string{stmts[0], "DELETE FROM " + targetMark}, stmts[1:]...)
+		stmts = append(stmts[:len(stmts)-1:len(stmts)-1], "DELETE FROM "+targetMark, stmts[len(stmts)-1])
 	}
 	return stmts, nil
 }
@@ -455,10 +482,14 @@ func (p *planner) keyedApply(rel, ct, seq string) []string {
 	if seq != "" {
 		ranked = "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY " + strings.Join(part, ", ") + " ORDER BY " + quote(seq) + " DESC, __rank DESC) AS __rn FROM (" + base + ")) WHERE __rn = 1"
 	} else {
-		ranked = "SELECT * FROM (SELECT *, count(*) OVER (PARTITION BY " + strings.Join(part, ", ") + ") AS __cnt FROM (" + base + ")) WHERE assert_true(__cnt <= 1, 'floe: several changes for one key (MERGE_CARDINALITY_VIOLATION); give a sequence column to collapse them') IS NULL"
+		ranked = base
 	}
 	src := "SELECT " + strings.Join(vals, ", ") + ", CASE WHEN upper(" + quote(ct) + ") = 'DELETE' THEN 'D' ELSE 'U' END AS __op FROM (" + ranked + ")"
-	return []string{p.upsertMerge(src)}
+	out := []string{"CACHE TABLE __floe_keyed AS " + src}
+	if seq == "" {
+		out = append(out, p.dupCheck("__floe_keyed", "several changes for one key (MERGE_CARDINALITY_VIOLATION); give a sequence column to collapse them"))
+	}
+	return append(out, p.upsertMerge("SELECT * FROM __floe_keyed"))
 }
 
 func (p *planner) apply() ([]string, error) {

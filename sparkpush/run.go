@@ -73,6 +73,12 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 	}
 	res.Statements = append(res.Statements, create)
 	if _, err := ss.exec(ctx, create); err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "unknown snapshot") || strings.Contains(msg, "TABLE_OR_VIEW_NOT_FOUND") || strings.Contains(msg, "NoSuchTable") {
+			return nil, fmt.Errorf("output %s: %w: Spark at %s does not see %s at snapshot %s the way floe's catalog %s does (%v); "+
+				"give the Spark-side name of floe's catalog in spark: {catalog: NAME} (--spark-catalog), or let floe mount its catalog (no spark.catalog); nothing was committed",
+				name, ErrCatalogMismatch, e.s.Remote, name, snapName(head), e.cat.Name(), err)
+		}
 		return nil, fmt.Errorf("output %s: creating the staging branch: %w", name, err)
 	}
 	// The branch must be on the table floe loads: else Spark's catalog is
@@ -96,6 +102,9 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 	props[pushdown.SummaryEngine] = string(pushdown.Spark)
 	props[pushdown.SummarySession] = ss.id
 	for k, v := range props {
+		if e.noStamp {
+			break
+		}
 		if err := ss.set(ctx, "spark.sql.iceberg.snapshot-property."+k, v); err != nil {
 			drop()
 			return nil, err
@@ -103,6 +112,18 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 	}
 	var lost error
 	for _, st := range p.statements(stmts, stage) {
+		if msg, q, ok := parseCheck(st); ok {
+			res.Statements = append(res.Statements, q)
+			rows, err := ss.exec(ctx, q)
+			if err == nil && len(rows) > 0 {
+				err = fmt.Errorf("%s (for example %v); nothing was committed", msg, rows[0])
+			}
+			if err != nil {
+				drop()
+				return nil, fmt.Errorf("output %s: %w", name, err)
+			}
+			continue
+		}
 		res.Statements = append(res.Statements, st)
 		if _, err := ss.exec(ctx, st); err != nil {
 			var se *StatementError

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -73,7 +74,14 @@ type Engine struct {
 	// whose answer was lost to appear on the staging branch.
 	LostWait time.Duration
 	appID    string
+	// noStamp skips the snapshot-property settings (tests: an Iceberg
+	// runtime that ignores them).
+	noStamp bool
 }
+
+// EnvLostWait overrides how long floe waits for the commit of a Spark
+// statement whose answer was lost (a Go duration; default 60s).
+const EnvLostWait = "FLOE_SPARK_LOST_WAIT"
 
 var _ pushdown.Engine = (*Engine)(nil)
 
@@ -94,6 +102,9 @@ func OpenEngine(ctx context.Context, s pushdown.Settings, cat *catalog.Catalog) 
 		return nil, fmt.Errorf("--spark-remote %q: want sc://HOST:PORT", s.Remote)
 	}
 	e := &Engine{s: s, cat: cat, log: s.Logger, LostWait: 60 * time.Second}
+	if d, err := time.ParseDuration(os.Getenv(EnvLostWait)); err == nil && d >= 0 {
+		e.LostWait = d
+	}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -319,6 +330,18 @@ func (s *StatementError) Unwrap() []error {
 }
 
 func sparkMessage(err error) string {
+	full := err.Error()
+	if i := strings.Index(full, "USER_RAISED_EXCEPTION] floe: "); i >= 0 {
+		// A check of floe's own failed in Spark (assert_true).
+		msg := full[i+len("USER_RAISED_EXCEPTION] "):]
+		if j := strings.IndexAny(msg, "\n"); j > 0 {
+			msg = msg[:j]
+		}
+		if j := strings.Index(msg, " SQLSTATE"); j > 0 {
+			msg = msg[:j]
+		}
+		return msg
+	}
 	var se *sparkerrors.SparkError
 	if errors.As(err, &se) && se.Message != "" {
 		msg := se.Message
