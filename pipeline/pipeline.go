@@ -61,9 +61,9 @@ type Pipeline struct {
 	// StatusFile is where runs are recorded for floe status ("" = none).
 	StatusFile string
 	// Spark is the file's spark: block (zero when none).
-	Spark      SparkConfig
-	byName     map[string]*Step
-	upstream   map[string][]string
+	Spark    SparkConfig
+	byName   map[string]*Step
+	upstream map[string][]string
 }
 
 // New validates steps and orders them by dependency. Names must be unique

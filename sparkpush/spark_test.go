@@ -81,7 +81,9 @@ func TestSameResultEitherEngine(t *testing.T) {
 					w.run(args...)
 				},
 				func() {}, // nothing new: no commit
-				func() { w.run("table", "update", "ns.src", "--set", "amount = amount + 1", "--where", "status = 'active'") },
+				func() {
+					w.run("table", "update", "ns.src", "--set", "amount = amount + 1", "--where", "status = 'active'")
+				},
 			}
 			for i, step := range steps {
 				step()
@@ -338,7 +340,9 @@ func TestBadInput(t *testing.T) {
 	})
 	rem := remote(t)
 	t.Run("old-iceberg", func(t *testing.T) {
-		defer func(o func(context.Context, pushdown.Settings, *catalog.Catalog) (pushdown.Engine, error)) { pushdown.Open = o }(pushdown.Open)
+		defer func(o func(context.Context, pushdown.Settings, *catalog.Catalog) (pushdown.Engine, error)) {
+			pushdown.Open = o
+		}(pushdown.Open)
 		pushdown.Open = func(ctx context.Context, s pushdown.Settings, cat *catalog.Catalog) (pushdown.Engine, error) {
 			e, err := OpenEngine(ctx, s, cat)
 			if e != nil {
