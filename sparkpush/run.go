@@ -72,7 +72,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		create += " AS OF VERSION " + strconv.FormatInt(head.SnapshotID, 10)
 	}
 	res.Statements = append(res.Statements, create)
-	if _, err := ss.exec(ctx, create); err != nil {
+	if err := e.retrying(ctx, ss, create); err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "unknown snapshot") || strings.Contains(msg, "TABLE_OR_VIEW_NOT_FOUND") || strings.Contains(msg, "NoSuchTable") {
 			return nil, fmt.Errorf("output %s: %w: Spark at %s does not see %s at snapshot %s the way floe's catalog %s does (%v); "+
@@ -125,7 +125,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 			continue
 		}
 		res.Statements = append(res.Statements, st)
-		if _, err := ss.exec(ctx, st); err != nil {
+		if err := e.retrying(ctx, ss, st); err != nil {
 			var se *StatementError
 			if errors.As(err, &se) && se.Lost {
 				lost = err
@@ -166,6 +166,27 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		res.SnapshotID = tip.SnapshotID
 	}
 	return res, nil
+}
+
+// retrying runs a statement, again when Spark gave up on its commit
+// because other writers kept committing (CommitFailedException: a
+// definite no, nothing committed), with floe's retry budget on top of
+// Spark's own (commit.retry.num-retries of the table, as floe's commits).
+func (e *Engine) retrying(ctx context.Context, ss *session, stmt string) error {
+	for n := 1; ; n++ {
+		_, err := ss.exec(ctx, stmt)
+		var se *StatementError
+		if err == nil || !errors.As(err, &se) || se.Lost || !strings.Contains(se.Reason, "CommitFailedException") || n >= commit.DefaultMaxAttempts {
+			if se != nil && strings.Contains(se.Reason, "CommitStateUnknownException") {
+				// Spark's catalog lost the answer of its commit: as a lost
+				// answer, resolved by the build id.
+				se.Lost = true
+			}
+			return err
+		}
+		e.log.Warn("spark: the statement's commit conflicted with other writers; retrying", "remote", e.s.Remote, "attempt", n, "error", err.Error())
+		commit.Backoff(ctx, n)
+	}
 }
 
 // findBuild returns the head of the staging branch once it carries the
