@@ -22,6 +22,9 @@ import (
 // floe_stage_<unix ms>_<12 hex digits of the build id>.
 const stagePrefix = "floe_stage_"
 
+// summaryStep numbers the writes of a build in their snapshots' summaries.
+const summaryStep = "floe.stage-step"
+
 // staleStage is the age past which a staging branch left by a killed or
 // failed build is removed by the next build of the output.
 const staleStage = 24 * time.Hour
@@ -111,7 +114,18 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		}
 	}
 	var lost error
-	for _, st := range p.statements(stmts, stage) {
+	// Each statement that writes the staging branch stamps its step
+	// (floe.stage-step): after a lost answer only the last write's commit
+	// may be published, never a prefix of the build's writes.
+	all := p.statements(stmts, stage)
+	target := p.outName() + "." + quote("branch_"+stage)
+	writes, step := 0, 0
+	for _, st := range all {
+		if strings.Contains(st, target) {
+			writes++
+		}
+	}
+	for _, st := range all {
 		if msg, q, ok := parseCheck(st); ok {
 			res.Statements = append(res.Statements, q)
 			rows, err := ss.exec(ctx, q)
@@ -125,10 +139,21 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 			continue
 		}
 		res.Statements = append(res.Statements, st)
+		if strings.Contains(st, target) {
+			step++
+			if err := ss.set(ctx, "spark.sql.iceberg.snapshot-property."+summaryStep, strconv.Itoa(step)); err != nil {
+				drop()
+				return nil, err
+			}
+		}
 		if err := e.retrying(ctx, ss, st); err != nil {
 			var se *StatementError
 			if errors.As(err, &se) && se.Lost {
 				lost = err
+				if step < writes {
+					return nil, fmt.Errorf("output %s: %w (%v) in write %d of %d; nothing was committed to %s (the writes after it did not run); rerun the build",
+						name, ErrAnswerLost, lost, step, writes, name)
+				}
 				break
 			}
 			drop()
@@ -136,7 +161,11 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		}
 	}
 	// Find what Spark committed on the staging branch, by the build id.
-	tip, err := e.findBuild(ctx, job.Output, stage, start, job.BuildID, lost != nil)
+	want := ""
+	if lost != nil {
+		want = strconv.Itoa(writes)
+	}
+	tip, err := e.findBuild(ctx, job.Output, stage, start, job.BuildID, want)
 	if err != nil {
 		if lost != nil {
 			return nil, fmt.Errorf("output %s: %w (%v); nothing was committed to %s; the staging branch %s is left for a statement that may still finish (the next build removes it after %s); rerun the build",
@@ -194,7 +223,8 @@ func (e *Engine) retrying(ctx context.Context, ss *session, stmt string) error {
 // the id is an Iceberg runtime that ignores snapshot properties; the head
 // still at start means the statements committed nothing (nil). After a
 // lost answer floe waits up to LostWait for the commit to show.
-func (e *Engine) findBuild(ctx context.Context, ident table.Identifier, stage string, start *table.Snapshot, id string, lost bool) (*table.Snapshot, error) {
+func (e *Engine) findBuild(ctx context.Context, ident table.Identifier, stage string, start *table.Snapshot, id, wantStep string) (*table.Snapshot, error) {
+	lost := wantStep != ""
 	deadline := time.Now().Add(e.LostWait)
 	for {
 		tbl, err := e.cat.Load(context.WithoutCancel(ctx), ident)
@@ -206,7 +236,10 @@ func (e *Engine) findBuild(ctx context.Context, ident table.Identifier, stage st
 		case tip == nil:
 			return nil, fmt.Errorf("the staging branch %s is gone (removed by someone else); nothing was committed", stage)
 		case tip.SnapshotID != start.SnapshotID && tip.Summary != nil && tip.Summary.Properties[pushdown.SummaryBuildID] == id:
-			return tip, nil
+			if !lost || (e.noStamp || tip.Summary.Properties[summaryStep] == wantStep) {
+				return tip, nil
+			}
+			// An earlier write of the build: the last one may still land.
 		case tip.SnapshotID != start.SnapshotID:
 			return nil, fmt.Errorf("%w: Spark at %s committed snapshot %d on staging branch %s without the session's snapshot property %s: its Iceberg runtime is older than 1.11; use iceberg-spark-runtime 1.11 or newer (docs/spark.md); nothing was committed to the output",
 				ErrOldIceberg, e.s.Remote, tip.SnapshotID, stage, pushdown.SummaryBuildID)
