@@ -16,30 +16,30 @@ go build -o "$out/floe" ./cmd/floe
 go build -o "$out/applybench" ./bench/cmd/applybench
 echo "# $(date -u +%FT%TZ) $(uname -srm), $(nproc) cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), load $(cut -d' ' -f1-3 /proc/loadavg)"
 t() { # t LABEL CMD...: wall seconds of CMD
-	local s e
-	s=$(date +%s.%N)
+	local label=$1 s e
+	shift
+	s=$(date +%s%N)
 	"$@" >"$out/last.log" 2>&1 || { tail -5 "$out/last.log" >&2; return 1; }
-	e=$(date +%s.%N)
-	printf '%s %.1f\n' "$1" "$(echo "$e - $s" | bc)"
+	e=$(date +%s%N)
+	awk -v l="$label" -v d=$((e - s)) 'BEGIN { printf "%s %.1f s\n", l, d / 1e9 }'
 }
 for rows in "$@"; do
 	wh="$out/wh-$rows"
 	rm -rf "$wh"
 	"$out/applybench" -phase build -warehouse "$wh" -layout flat -rows "$rows" -file-rows 1000000 >/dev/null 2>&1
 	f() { "$out/floe" --warehouse "$wh" --quiet "$@"; }
-	bytes=$(f table snapshots t_v2 --format jsonl 2>/dev/null | tail -1 | sed -n 's/.*"total-files-size":"\([0-9]*\)".*/\1/p')
-	f namespace create warm >/dev/null 2>&1 || true
+	bytes=$(f table snapshots bench.t_v2 --format jsonl 2>/dev/null | tail -1 | sed -n 's/.*"total-files-size":"\([0-9]*\)".*/\1/p')
 	echo "# rows=$rows, source files $bytes bytes"
-	t "warmup-spark-tiny" f sync t_v2 warm_out --key id --filter "id < 10" --engine spark
+	t "warmup-spark-tiny" f sync bench.t_v2 bench.warm_out --key id --filter "id < 10" --engine spark
 	for e in local spark; do
-		t "rows=$rows full-sync engine=$e" f sync t_v2 "out_$e" --key id --filter "status <> 'cancelled'" --engine "$e"
+		t "rows=$rows full-sync engine=$e" f sync bench.t_v2 "bench.out_$e" --key id --filter "status <> 'cancelled'" --engine "$e"
 	done
-	f table update t_v2 --set "score = score + 1" --where "id % 100 = 7" >/dev/null
+	f table update bench.t_v2 --set "score = score + 1" --where "id % 100 = 7" >/dev/null
 	for e in local spark; do
-		t "rows=$rows incremental-sync(1%) engine=$e" f sync t_v2 "out_$e" --key id --filter "status <> 'cancelled'" --engine "$e"
+		t "rows=$rows incremental-sync(1%) engine=$e" f sync bench.t_v2 "bench.out_$e" --key id --filter "status <> 'cancelled'" --engine "$e"
 	done
-	a=$(f table scan out_local --format csv | sort | md5sum)
-	b=$(f table scan out_spark --format csv | sort | md5sum)
+	a=$(f table scan bench.out_local --format csv | sort | md5sum)
+	b=$(f table scan bench.out_spark --format csv | sort | md5sum)
 	[[ "$a" == "$b" ]] && echo "# rows=$rows: outputs equal" || echo "# rows=$rows: OUTPUTS DIFFER"
 	rm -rf "$wh"
 done
