@@ -34,7 +34,8 @@ type Config struct {
 	Storage  map[string]map[string]any `yaml:"storage"`
 	// DefaultCatalog is the catalog used when none is named (PyIceberg's
 	// default-catalog); floe's embedded catalog when empty.
-	DefaultCatalog string `yaml:"default-catalog"`
+	DefaultCatalog string         `yaml:"default-catalog"`
+	Spark          map[string]any `yaml:"spark"`
 }
 
 // LoadConfig reads and parses a configuration file.
@@ -68,6 +69,9 @@ func (c *Config) Properties(name string) (iceberg.Properties, error) {
 	for k, v := range m {
 		switch v := v.(type) {
 		case nil:
+		case map[string]any:
+			// A nested block (spark:, see SparkConfig) is floe's, not
+			// a catalog property.
 		case string:
 			props[k] = v
 		default:

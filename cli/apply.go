@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rowfile"
 )
 
@@ -24,6 +26,7 @@ func applyCommand(a *app) *cobra.Command {
 		props                                              []string
 		allowKey                                           bool
 		budgetOpts                                         func() ([]merge.Option, error)
+		ef                                                 engineFlags
 	)
 	c := &cobra.Command{
 		Use:   "apply NS.T --changes FILE --key COL[,COL...]",
@@ -74,6 +77,25 @@ give several rows one identifier value, so it is refused unless
 			if err != nil {
 				return err
 			}
+			push, err := ef.settings(a, sparkLayer{}, nil)
+			if err != nil {
+				return err
+			}
+			unsupported := ""
+			if deleteMode != "" {
+				unsupported = "--delete-mode: Spark removes rows as the table's write.merge.mode says"
+			}
+			abs, _ := filepath.Abs(changes)
+			d, pushed, err := a.pushCommand(ctx, push, cat, pushdown.Estimate{ReadBytes: fileSize(changes)}.Add(pushdown.EstimateOutput(tbl)), unsupported,
+				pushdown.Job{Kind: pushdown.JobApply, Output: ident, Branch: branch, Keys: splitList(keys), ChangesPath: abs,
+					SequenceColumn: seq, ChangeTypeColumn: changeType, SetProperties: p})
+			if err != nil {
+				return err
+			}
+			if pushed != nil {
+				return a.reportPushed("apply "+catalog.FormatName(ident), d, pushed)
+			}
+			a.engineNote("apply "+catalog.FormatName(ident), d, "")
 			target, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 			if err != nil {
 				return err
@@ -90,7 +112,7 @@ give several rows one identifier value, so it is refused unless
 				return err
 			}
 			defer r.Close()
-			opts := []merge.Option{merge.WithDeleteMode(dm), merge.WithBranch(branch)}
+			opts := []merge.Option{merge.WithDeleteMode(dm), merge.WithBranch(branch), merge.WithSnapshotProperties(d.Summary())}
 			bo, err := budgetOpts()
 			if err != nil {
 				return err
@@ -132,6 +154,7 @@ give several rows one identifier value, so it is refused unless
 	f.StringArrayVar(&props, "property", nil, "table property k=v committed with the changes (repeatable)")
 	f.StringVar(&branch, "branch", "", "write to this branch")
 	budgetOpts = memoryBudgetFlag(f)
+	ef.register(c)
 	return c
 }
 

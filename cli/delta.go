@@ -190,6 +190,7 @@ func deltaSyncCommand(a *app) *cobra.Command {
 		evolve                 bool
 		every                  time.Duration
 		logFormat, metricsAddr string
+		ef                     engineFlags
 	)
 	c := &cobra.Command{
 		Use:   "sync PATH NS.T --key COL[,COL...]",
@@ -257,8 +258,20 @@ second signal aborts the run before its commit.`,
 			}
 			opts := deltasync.Options{EqualityColumns: splitList(keys), Start: start, End: end, Mode: wm, DeleteMode: dm,
 				PartitionBy: partitionBy, FormatVersion: formatVersion, Properties: p, EvolveSchema: evolve, MaxVersions: maxVersions}
+			push, err := ef.settings(a, sparkLayer{}, nil)
+			if err != nil {
+				return err
+			}
+			unsupported := ""
+			switch {
+			case end.IsSet() || maxVersions > 0 || evolve || deleteMode != "":
+				unsupported = "--end-version, --end-timestamp, --max-versions, --evolve-schema and --delete-mode run on floe's engine"
+			}
 			run := func(ctx context.Context, log *slog.Logger) (*deltasync.Result, error) {
 				opts.Logger = log
+				if res, err := a.deltaOnSpark(ctx, push, cat, src, ident, splitList(keys), unsupported, log); res != nil || err != nil {
+					return res, err
+				}
 				res, err := deltasync.Sync(ctx, cat, src, ident, opts)
 				if err == nil && res.Committed && dm == merge.DeleteEquality {
 					a.warnEqualityDeletes(catalog.FormatName(ident))
@@ -292,6 +305,7 @@ second signal aborts the run before its commit.`,
 	f.Int64Var(&maxVersions, "max-versions", 0, "Delta versions per Iceberg commit (default 0: all in one)")
 	f.DurationVar(&every, "every", 0, "run forever, one sync per interval (e.g. 15m)")
 	f.StringVar(&logFormat, "log-format", "text", "with --every: log format on stderr, text or json")
+	ef.register(c)
 	f.StringVar(&metricsAddr, "metrics-addr", "", "with --every: serve Prometheus metrics, /healthz and /readyz on this address (a port alone, :9090, binds 127.0.0.1)")
 	return c
 }

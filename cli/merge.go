@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
+	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/tableops"
 )
@@ -20,6 +23,7 @@ func mergeCommand(a *app) *cobra.Command {
 	var branch string
 	var props []string
 	var budgetOpts func() ([]merge.Option, error)
+	var ef engineFlags
 	c := &cobra.Command{
 		Use:   `merge "MERGE INTO NS.T [AS t] USING SOURCE [AS s] ON ... WHEN ..."`,
 		Short: "Run a SQL MERGE INTO statement (Spark SQL semantics) in one commit",
@@ -73,6 +77,31 @@ properties also when no row changes). On any error nothing is committed.`,
 			if err != nil {
 				return err
 			}
+			push, err := ef.settings(a, sparkLayer{}, nil)
+			if err != nil {
+				return err
+			}
+			est := pushdown.EstimateOutput(tbl)
+			pushStmt := sql
+			if stmt.Source.Path != "" {
+				est.ReadBytes = fileSize(stmt.Source.Path)
+				if abs, err := filepath.Abs(stmt.Source.Path); err == nil && abs != stmt.Source.Path {
+					c := *stmt
+					c.Source.Path = abs
+					pushStmt = c.String()
+				}
+			} else if st, err := cat.Load(ctx, table.Identifier(stmt.Source.Table)); err == nil {
+				est = est.Add(pushdown.EstimateRange(st, st.CurrentSnapshot(), nil))
+			}
+			d, pushed, err := a.pushCommand(ctx, push, cat, est, "", pushdown.Job{Kind: pushdown.JobSQL, Output: ident, Branch: branch,
+				Statement: pushStmt, SetProperties: p})
+			if err != nil {
+				return err
+			}
+			if pushed != nil {
+				return a.reportPushed("merge "+catalog.FormatName(ident), d, pushed)
+			}
+			a.engineNote("merge "+catalog.FormatName(ident), d, "")
 			src, closeSrc, err := merge.OpenSource(ctx, cat, stmt, tbl)
 			if errors.Is(err, rowfile.ErrFormat) {
 				return usageError{err}
@@ -81,7 +110,7 @@ properties also when no row changes). On any error nothing is committed.`,
 				return err
 			}
 			defer closeSrc()
-			opts := []merge.Option{merge.WithBranch(branch)}
+			opts := []merge.Option{merge.WithBranch(branch), merge.WithSnapshotProperties(d.Summary())}
 			bo, err := budgetOpts()
 			if err != nil {
 				return err
@@ -109,6 +138,7 @@ properties also when no row changes). On any error nothing is committed.`,
 	c.Flags().StringVar(&branch, "branch", "", "merge into this branch")
 	c.Flags().StringArrayVar(&props, "property", nil, "table property k=v committed with the merge (repeatable)")
 	budgetOpts = memoryBudgetFlag(c.Flags())
+	ef.register(c)
 	return c
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/floedata/floe/internal/safe"
 	"github.com/floedata/floe/pipeline"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/transform"
 )
@@ -93,6 +94,7 @@ type pipelineFlags struct {
 	logFormat  string
 	statusFile string
 	serve      serveFlags
+	engine     engineFlags
 }
 
 func (f *pipelineFlags) addRun(c *cobra.Command, scheduled bool) {
@@ -105,6 +107,7 @@ func (f *pipelineFlags) addRun(c *cobra.Command, scheduled bool) {
 	fl.BoolVar(&f.full, "full", false, "rebuild the outputs from their inputs' current state (with --once)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&f.statusFile, "status-file", "", "run history file read by status (default beside the pipeline file)")
+	f.engine.register(c)
 }
 
 func runCommand(a *app, src pipelineSource) *cobra.Command {
@@ -213,8 +216,23 @@ func runPipeline(ctx context.Context, a *app, src pipelineSource, args []string,
 	if err != nil {
 		return err
 	}
+	push, err := f.engine.settings(a, sparkLayer{p.Spark.Engine, p.Spark.Remote, p.Spark.Catalog, p.Spark.Threshold}, p.Spark.Conf)
+	if err != nil {
+		return err
+	}
+	push.Logger = log
 	runner := &pipeline.Runner{Catalog: cat, Logger: log, Full: f.full, History: historyFor(p, f.statusFile, log),
-		Pipeline: p, Engine: "floe " + Version}
+		Pipeline: p, Engine: "floe " + Version, Push: push}
+	if remote := pushNeeded(push, steps); remote != "" {
+		s := push
+		s.Kind = pushdown.Kind(remote)
+		eng, err := a.connectEngine(sigctx, s, cat)
+		if err != nil {
+			return err
+		}
+		defer eng.Close()
+		runner.Remote = eng
+	}
 	if f.serve.any() {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -227,6 +227,7 @@ func (a *app) printStatus(rep *pipeline.Report, wide bool) error {
 		{name: "last_build", typ: tsType}, {name: "last_build_outcome", typ: strType},
 		{name: "last_run", typ: tsType}, {name: "last_outcome", typ: strType}, {name: "last_error_at", typ: tsType},
 		{name: "last_error", typ: strType}, {name: "note", typ: strType},
+		{name: "built_with", typ: strType}, {name: "spark_session", typ: strType}, {name: "spark_app", typ: strType},
 	}
 	opt := func(s string) any {
 		if s == "" {
@@ -282,7 +283,8 @@ func (a *app) printStatus(rep *pipeline.Report, wide bool) error {
 		}
 		vals := []any{secondsOf(lagOf(s)), secondsOf(s.Lag), opt(s.Freshness), s.Transform, s.Type, s.Output, s.Exists, snap, builtAt,
 			opt(s.BuiltBy), wms, wmTimes, heads, headTimes, optTime(pending), s.Behind, s.RowsBehind, opt(s.Stalest),
-			optDur(s.WarnAfter), optDur(s.ErrorAfter), lastBuild, lastBuildOutcome, lastRun, lastOutcome, lastErrAt, lastErr, opt(s.Note)}
+			optDur(s.WarnAfter), optDur(s.ErrorAfter), lastBuild, lastBuildOutcome, lastRun, lastOutcome, lastErrAt, lastErr, opt(s.Note),
+			opt(s.BuiltWith), opt(s.BuiltSession), opt(s.BuiltApp)}
 		for i := range cols {
 			cols[i].values = append(cols[i].values, vals[i])
 		}
@@ -306,6 +308,9 @@ func (a *app) printStatusNarrow(rep *pipeline.Report) error {
 		built := ago(s.BuiltAt, rep.At)
 		if r := s.Run; r != nil && r.LastBuild != nil {
 			built = ago(r.LastBuild.End, rep.At)
+		}
+		if s.BuiltWith == "spark" && built != "" {
+			built += " (spark)"
 		}
 		last, note := "", s.Note
 		if r := s.Run; r != nil {

@@ -19,6 +19,7 @@ func syncCommand(a *app) *cobra.Command {
 	var keys, filter, columns, branch string
 	var full, allowKey bool
 	var props []string
+	var ef engineFlags
 	c := &cobra.Command{
 		Use:   "sync SRC DST --key COL[,COL...] [--filter EXPR] [--columns a,b]",
 		Short: "Keep DST equal to SELECT columns FROM SRC WHERE filter, applying only what changed",
@@ -51,11 +52,19 @@ printed.`,
 			if err != nil {
 				return usageError{err}
 			}
+			push, err := ef.settings(a, sparkLayer{}, nil)
+			if err != nil {
+				return err
+			}
 			cat, err := a.Catalog(ctx)
 			if err != nil {
 				return err
 			}
-			r := &transform.Runner{Catalog: cat, Full: full, Logger: a.logger()}
+			eng, err := a.connectEngine(ctx, push, cat)
+			if err != nil {
+				return err
+			}
+			r := &transform.Runner{Catalog: cat, Full: full, Logger: a.logger(), EngineSettings: push, Engine: eng}
 			res, err := r.Build(ctx, t)
 			if err != nil {
 				return err
@@ -71,6 +80,7 @@ printed.`,
 	f.BoolVar(&full, "full", false, "rebuild DST from the source's current state")
 	f.BoolVar(&allowKey, "allow-non-identifier-key", false, "let --key differ from the identifier fields of an existing DST (the key must still be unique in the source)")
 	f.StringArrayVar(&props, "property", nil, "table property k=v for DST when it is created (repeatable)")
+	ef.register(c)
 	return c
 }
 
@@ -126,5 +136,14 @@ func describeBuild(res *transform.Result) string {
 		}
 	}
 	fmt.Fprintf(&b, " (%s)", res.Duration.Round(1e6))
+	if res.Engine == "spark" || res.EngineReason != "" {
+		fmt.Fprintf(&b, "; engine %s", res.Engine)
+		if res.EngineReason != "" {
+			fmt.Fprintf(&b, ": %s", res.EngineReason)
+		}
+		if res.SparkSession != "" {
+			fmt.Fprintf(&b, " (Spark %s, application %s, session %s)", res.Remote, res.SparkApp, res.SparkSession)
+		}
+	}
 	return b.String()
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/pushdown"
 )
 
 // File is a pipeline file: a catalog and a list of named transforms. It is
@@ -29,6 +30,7 @@ import (
 type File struct {
 	Catalog    CatalogConfig     `yaml:"catalog" doc:"Where the tables live. Optional: floe's global flags (--warehouse, --catalog, --config) override it, and without either floe uses the embedded catalog in ./warehouse." example:"{warehouse: ./warehouse}"`
 	Transforms []TransformConfig `yaml:"transforms" doc:"The transforms, in any order: floe runs each after the transforms whose destination is its source." required:"*"`
+	Spark      SparkConfig       `yaml:"spark" doc:"Where builds pushed down to Spark run (docs/spark.md). Optional: --engine, --spark-remote and FLOE_SPARK_REMOTE override it." example:"{remote: sc://spark.example.com:15002, engine: auto}"`
 
 	// Path is the file the pipeline was read from ("" when parsed from
 	// bytes without a name).
@@ -45,6 +47,16 @@ type CatalogConfig struct {
 	Warehouse string `yaml:"warehouse" doc:"Folder of the embedded catalog, relative to the pipeline file's folder." example:"./warehouse"`
 	Name      string `yaml:"name" doc:"A catalog of the catalog configuration file to use instead of the embedded one (as --catalog)." example:"prod"`
 	Config    string `yaml:"config" doc:"The catalog configuration file (as --config), relative to the pipeline file's folder." example:"catalogs.yaml"`
+}
+
+// SparkConfig is the spark: block of a pipeline file (fields documented by
+// their doc tags, see File).
+type SparkConfig struct {
+	Remote    string            `yaml:"remote" doc:"The Spark Connect server, sc://HOST:PORT (as --spark-remote)." example:"sc://127.0.0.1:15002"`
+	Engine    string            `yaml:"engine" doc:"The engine of every transform without its own engine: local (default), spark or auto (as --engine)." example:"auto"`
+	Catalog   string            `yaml:"catalog" doc:"The name of floe's catalog on the Spark side when the server has it configured; default: floe mounts its own catalog in each Spark session." example:"lake"`
+	Threshold string            `yaml:"threshold" doc:"auto's threshold: planned bytes to read and rewrite past which a build goes to Spark (as --spark-threshold; default 64GiB)." example:"8GiB"`
+	Conf      map[string]string `yaml:"conf" doc:"Spark session settings floe sets on every session it opens." example:"{spark.sql.shuffle.partitions: '64'}"`
 }
 
 // Transform types of a pipeline file.
@@ -85,6 +97,7 @@ type TransformConfig struct {
 	TargetLag       Duration          `yaml:"target_lag" doc:"Schedule by freshness instead of every: floe run builds the transform when its lag (how long the oldest change of its inputs not in its outputs has waited) would pass this, as Snowflake's dynamic tables do. At most one of every and target_lag." example:"15m"`
 	Freshness       Freshness         `yaml:"freshness" doc:"Freshness targets of the outputs: warn_after and error_after, durations. floe status shows an output whose lag passed them as warn or error; floe status --check exits 3 when one passed error_after." example:"{warn_after: 30m, error_after: 2h}"`
 	SemanticVersion int               `yaml:"semantic_version" doc:"Bump it when the logic changed and the destination must be rebuilt in full on the next build." for:"sync,filter,merge" example:"2"`
+	Engine          string            `yaml:"engine" doc:"Which engine builds it: local (floe, default), spark (Spark Connect) or auto (Spark when the planned work passes the threshold), as --engine; see docs/spark.md." example:"auto"`
 	Properties      map[string]string `yaml:"properties" doc:"Table properties the destination is created with." example:"{write.delete.mode: merge-on-read}"`
 
 	// Storage settings of a delta step's source (docs/storage.md).
@@ -215,8 +228,22 @@ func Parse(path string, data []byte) (*File, error) {
 			p.decodeFields(v, &f.Catalog, "", "catalog.", map[string]int{}, "")
 		case "transforms":
 			transforms = v
+		case "spark":
+			if v.Kind != yaml.MappingNode {
+				p.add(p.errorf(v.Line, "", "spark", "want a mapping such as {remote: sc://127.0.0.1:15002}"))
+				continue
+			}
+			p.decodeFields(v, &f.Spark, "", "spark.", map[string]int{}, "")
+			if _, err := pushdown.ParseKind(f.Spark.Engine); err != nil {
+				p.add(p.errorf(v.Line, "", "spark.engine", "%v", err))
+			}
+			if f.Spark.Threshold != "" {
+				if _, err := pushdown.ParseBytes(f.Spark.Threshold); err != nil {
+					p.add(p.errorf(v.Line, "", "spark.threshold", "%v", err))
+				}
+			}
 		default:
-			p.add(p.errorf(k.Line, "", "", "unknown key %q (keys: catalog, transforms)", k.Value))
+			p.add(p.errorf(k.Line, "", "", "unknown key %q (keys: catalog, transforms, spark)", k.Value))
 		}
 	}
 	if transforms == nil {
@@ -614,6 +641,9 @@ func (f *File) validate(p *parser) {
 			case fr.WarnAfter > 0 && fr.ErrorAfter > 0 && fr.WarnAfter > fr.ErrorAfter:
 				bad("freshness", "warn_after %s is after error_after %s", time.Duration(fr.WarnAfter), time.Duration(fr.ErrorAfter))
 			}
+		}
+		if _, err := pushdown.ParseKind(tc.Engine); err != nil {
+			bad("engine", "%v", err)
 		}
 		if tc.SemanticVersion < 0 && uses("semantic_version") {
 			bad("semantic_version", "%d: want 0 or more", tc.SemanticVersion)

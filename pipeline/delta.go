@@ -12,6 +12,7 @@ import (
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/delta/deltasync"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -39,6 +40,9 @@ type deltaSyncRequest struct {
 	// table's latest snapshot.
 	Full   bool
 	Logger *slog.Logger // the run's logger
+	// Push chooses the engine; Remote is the Spark engine (nil: none).
+	Push   pushdown.Settings
+	Remote pushdown.Engine
 }
 
 // openDeltaSource opens a delta step's Delta table with the storage
@@ -71,12 +75,19 @@ func syncDelta(ctx context.Context, req deltaSyncRequest) (*transform.Result, er
 		return nil, err
 	}
 	started := time.Now()
-	res, err := deltasync.Sync(ctx, req.Catalog, src, ident, deltasync.Options{
-		EqualityColumns: spec.EqualityColumns, Properties: spec.Properties, Logger: req.Logger})
+	res, pushed, d, err := deltaOnSpark(ctx, req, src, ident)
+	if err == nil && res == nil {
+		res, err = deltasync.Sync(ctx, req.Catalog, src, ident, deltasync.Options{
+			EqualityColumns: spec.EqualityColumns, Properties: spec.Properties, Logger: req.Logger})
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := &transform.Result{Transform: spec.Name, Incremental: !res.Migrated, Started: started, Duration: time.Since(started)}
+	out := &transform.Result{Transform: spec.Name, Incremental: !res.Migrated, Started: started, Duration: time.Since(started),
+		Engine: d.Engine, EngineReason: d.Reason}
+	if pushed != nil {
+		out.Remote, out.SparkSession, out.SparkApp = pushed.Remote, pushed.SessionID, pushed.AppID
+	}
 	if res.Migrated {
 		out.Reason = fmt.Sprintf("first run: migrated the Delta snapshot at version %d", res.MigratedVersion)
 	}

@@ -16,6 +16,8 @@ func Reference() string {
 	writeFields(&b, reflect.TypeOf(File{}), false)
 	b.WriteString("\n### catalog\n\n")
 	writeFields(&b, reflect.TypeOf(CatalogConfig{}), false)
+	b.WriteString("\n### spark\n\n")
+	writeFields(&b, reflect.TypeOf(SparkConfig{}), false)
 	b.WriteString("\n### Transform types\n\n")
 	b.WriteString("| type | what it does |\n|---|---|\n")
 	for _, t := range Types {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -58,5 +59,6 @@ func Filter(spec FilterSpec) (*transform.Transform, error) {
 		transform.WithOutput("destination", spec.Dst, transform.PartitionBy(spec.PartitionBy),
 			transform.TableProperties(spec.Properties)),
 		transform.WithReadMode(transform.AppendOnly),
-		transform.WithSemanticVersion(version)), nil
+		transform.WithSemanticVersion(version),
+		withPush(&transform.Push{Kind: pushdown.JobFilter, Filter: spec.Filter, Columns: spec.Columns})), nil
 }

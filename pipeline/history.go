@@ -49,10 +49,17 @@ type RunRecord struct {
 	// Repeat, when above 1, says the record stands for that many skipped
 	// runs in a row (Start of the first, End of the last), merged by a
 	// compaction.
-	Repeat       int    `json:"repeat,omitempty"`
-	Reason       string `json:"reason,omitempty"` // why a build was full
-	Error        string `json:"error,omitempty"`
-	Engine       string `json:"engine,omitempty"`
+	Repeat int    `json:"repeat,omitempty"`
+	Reason string `json:"reason,omitempty"` // why a build was full
+	Error  string `json:"error,omitempty"`
+	Engine string `json:"engine,omitempty"`
+	// EngineReason says why the engine was chosen (auto, or a build kept
+	// local); SparkRemote, SparkSession and SparkApp name where a Spark
+	// build ran.
+	EngineReason string `json:"engine_reason,omitempty"`
+	SparkRemote  string `json:"spark_remote,omitempty"`
+	SparkSession string `json:"spark_session,omitempty"`
+	SparkApp     string `json:"spark_app,omitempty"`
 	RowsAdded    int64  `json:"rows_added"`
 	RowsRemoved  int64  `json:"rows_removed"`
 	BytesRead    int64  `json:"bytes_read"`
@@ -354,6 +361,11 @@ func (h *History) Record(rec RunRecord) error {
 		return fmt.Errorf("%w: %w", ErrHistory, err)
 	}
 	line = append(line, '\n')
+	unlock, err := h.writerLock()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrHistory, h.path, err)
+	}
+	defer unlock()
 	for attempt := 0; attempt < 20; attempt++ {
 		done, err := h.appendOnce(line)
 		if err != nil {
@@ -364,6 +376,30 @@ func (h *History) Record(rec RunRecord) error {
 		}
 	}
 	return fmt.Errorf("%w: %s: the file kept being replaced while appending", ErrHistory, h.path)
+}
+
+// writerLock takes the exclusive lock the writers of the history share,
+// on a file beside it (the history's name plus .lock) that is never
+// replaced. Without it, writers waiting for the history's own lock could
+// find it replaced by a compaction each time they got the lock, and give
+// up (seen with four processes appending at once). The history's own lock
+// still keeps readers from seeing half-written lines.
+func (h *History) writerLock() (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(h.path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(h.path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f, true); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = unlockFile(f)
+		f.Close()
+	}, nil
 }
 
 // appendOnce appends line under the file's lock; done is false when the
@@ -463,6 +499,11 @@ func edges(path string, size int64) (first []byte, last byte, err error) {
 func (h *History) Compact() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	unlock, err := h.writerLock()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrHistory, h.path, err)
+	}
+	defer unlock()
 	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -49,8 +49,14 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("an aborted run is neither a failure nor a success: %+v", b)
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Fatalf("files beside the history: %v", ents)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	// The history and the writers' lock file, no temporary file left.
+	base := filepath.Base(h.Path())
+	if len(names) != 2 || names[0] != base || names[1] != base+".lock" {
+		t.Fatalf("files beside the history: %v", names)
 	}
 	b, _ := os.ReadFile(h.Path())
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

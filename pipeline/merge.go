@@ -11,6 +11,7 @@ import (
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -90,7 +91,8 @@ func Merge(spec MergeSpec) (*transform.Transform, error) {
 		transform.WithOutput("destination", spec.Dst, transform.Identifier(spec.Keys...),
 			transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)),
 		transform.WithReadMode(transform.Changelog),
-		transform.WithSemanticVersion(version)), nil
+		transform.WithSemanticVersion(version),
+		withPush(&transform.Push{Kind: pushdown.JobMerge, Keys: spec.Keys, Statement: statement})), nil
 }
 
 // dataSchema drops the changelog's metadata columns.

@@ -21,6 +21,13 @@ type Metrics struct {
 	// Builds counts runs by transform and outcome (incremental, full,
 	// skipped, error, blocked, aborted, superseded).
 	Builds *prometheus.CounterVec
+	// EngineBuilds counts the builds each engine ran (local, spark), by
+	// transform.
+	EngineBuilds *prometheus.CounterVec
+	// LastBuildInfo is 1 for the engine, Spark application and Spark
+	// session of each transform's last build (an info metric: one series
+	// per transform).
+	LastBuildInfo *prometheus.GaugeVec
 	// BuildDuration observes the duration of runs that ran (not blocked).
 	BuildDuration *prometheus.HistogramVec
 	// RowsAdded counts the rows added to each output.
@@ -79,6 +86,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Builds: counter("floe_pipeline_builds_total",
 			"Runs of pipeline transforms by outcome (incremental, full, skipped, error, blocked, aborted, superseded).", "transform", "outcome"),
+		EngineBuilds: counter("floe_pipeline_engine_builds_total",
+			"Builds of pipeline transforms by the engine that ran them (local, spark).", "transform", "engine"),
+		LastBuildInfo: gauge("floe_pipeline_last_build_info",
+			"1 for the engine (local, spark), Spark application and Spark session of the transform's last build.", "transform", "engine", "spark_app", "spark_session"),
 		BuildDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "floe_pipeline_build_duration_seconds",
 			Help:    "Duration of runs of pipeline transforms.",
@@ -113,7 +124,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 when the catalog answered the last status sample, 0 when it did not."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Builds, m.BuildDuration, m.RowsAdded, m.RowsRemoved, m.BytesRead, m.BytesWritten,
+		reg.MustRegister(m.Builds, m.EngineBuilds, m.LastBuildInfo, m.BuildDuration, m.RowsAdded, m.RowsRemoved, m.BytesRead, m.BytesWritten,
 			m.CommitRetries, m.CommitConflicts, m.CommitUnknown, m.CommitAnswerLost, m.SnapshotsBehind, m.RowsBehind, m.InputLag,
 			m.OutputLag, m.Freshness, m.LastSuccess, m.StatusTime, m.StatusUp)
 	}
@@ -144,6 +155,15 @@ func (m *Metrics) Observe(s *Step, o Outcome) {
 	m.BytesWritten.WithLabelValues(s.Name).Add(float64(o.BytesWritten))
 	if o.Result == nil {
 		return
+	}
+	if r := o.Result; !r.Skipped {
+		engine := r.Engine
+		if engine == "" {
+			engine = "local"
+		}
+		m.EngineBuilds.WithLabelValues(s.Name, engine).Inc()
+		m.LastBuildInfo.DeletePartialMatch(prometheus.Labels{"transform": s.Name})
+		m.LastBuildInfo.WithLabelValues(s.Name, engine, r.SparkApp, r.SparkSession).Set(1)
 	}
 	for _, out := range o.Result.Outputs {
 		if out.Attempts > 1 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -45,6 +46,8 @@ type Step struct {
 	Delta *DeltaSpec
 	// Line is the step's line in its pipeline file (0 when not from one).
 	Line int
+	// Engine is the step's own engine choice ("" = the runner's).
+	Engine pushdown.Kind
 }
 
 // Pipeline is a validated set of steps in dependency order: a step comes
@@ -57,8 +60,10 @@ type Pipeline struct {
 	Steps []*Step
 	// StatusFile is where runs are recorded for floe status ("" = none).
 	StatusFile string
-	byName     map[string]*Step
-	upstream   map[string][]string
+	// Spark is the file's spark: block (zero when none).
+	Spark    SparkConfig
+	byName   map[string]*Step
+	upstream map[string][]string
 }
 
 // New validates steps and orders them by dependency. Names must be unique
@@ -254,6 +259,7 @@ func (f *File) Pipeline() (*Pipeline, error) {
 		return nil, err
 	}
 	p.StatusFile = StatusFileFor(f.Path)
+	p.Spark = f.Spark
 	return p, nil
 }
 
@@ -261,7 +267,7 @@ func (tc TransformConfig) step() (*Step, error) {
 	s := &Step{Name: tc.Name, Type: tc.Type, Every: time.Duration(tc.Every), Line: tc.Line,
 		Destinations: []string{tc.Destination}, TargetLag: time.Duration(tc.TargetLag),
 		WarnAfter: time.Duration(tc.Freshness.WarnAfter), ErrorAfter: time.Duration(tc.Freshness.ErrorAfter),
-		Definition: tc.definition()}
+		Definition: tc.definition(), Engine: pushdown.Kind(tc.Engine)}
 	var err error
 	switch tc.Type {
 	case TypeSync:
@@ -296,7 +302,7 @@ func (tc TransformConfig) step() (*Step, error) {
 // reads, writes and computes; not its schedule or freshness targets).
 func (tc TransformConfig) definition() string {
 	c := tc
-	c.Line, c.line, c.Every, c.TargetLag, c.Freshness = 0, nil, 0, 0, Freshness{}
+	c.Line, c.line, c.Every, c.TargetLag, c.Freshness, c.Engine = 0, nil, 0, 0, Freshness{}, ""
 	b, err := json.Marshal(c)
 	if err != nil {
 		return ""

@@ -13,6 +13,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/tableops"
 	"github.com/floedata/floe/transform"
@@ -75,8 +76,13 @@ type Runner struct {
 	Pipeline *Pipeline
 	// Now is the clock lags are measured with (nil = time.Now).
 	Now func() time.Time
-	// Engine names what runs the builds in the history (default "floe").
+	// Engine names what runs the builds in the history (default "floe");
+	// a build's own engine (local or spark) wins.
 	Engine string
+	// Push chooses the engine of each build (a step's own Engine wins over
+	// Push.Kind); Remote is the Spark engine builds pushed down run on.
+	Push   pushdown.Settings
+	Remote pushdown.Engine
 }
 
 func (r *Runner) logger() *slog.Logger {
@@ -202,8 +208,12 @@ func (r *Runner) build(ctx context.Context, s *Step) (*transform.Result, error) 
 		return nil, err
 	}
 	if s.Delta != nil {
+		push := r.Push
+		if s.Engine != "" {
+			push.Kind = s.Engine
+		}
 		res, err := syncDelta(ctx, deltaSyncRequest{Spec: *s.Delta, Catalog: r.Catalog, Full: r.Full,
-			Logger: r.logger().With("transform", s.Name)})
+			Logger: r.logger().With("transform", s.Name), Push: push, Remote: r.Remote})
 		if err != nil {
 			return nil, fmt.Errorf("transform %s: %w", s.Name, err)
 		}
@@ -212,7 +222,11 @@ func (r *Runner) build(ctx context.Context, s *Step) (*transform.Result, error) 
 	if s.Transform == nil {
 		return nil, fmt.Errorf("transform %s: nothing to run", s.Name)
 	}
-	tr := &transform.Runner{Catalog: r.Catalog, Logger: r.logger(), Full: r.Full}
+	push := r.Push
+	if s.Engine != "" {
+		push.Kind = s.Engine
+	}
+	tr := &transform.Runner{Catalog: r.Catalog, Logger: r.logger(), Full: r.Full, EngineSettings: push, Engine: r.Remote}
 	return tr.Build(ctx, s.Transform)
 }
 
@@ -258,6 +272,10 @@ func (r *Runner) runRecord(s *Step, o Outcome) RunRecord {
 	}
 	if res := o.Result; res != nil {
 		rec.Reason = res.Reason
+		if res.Engine != "" {
+			rec.Engine = res.Engine
+		}
+		rec.EngineReason, rec.SparkRemote, rec.SparkSession, rec.SparkApp = res.EngineReason, res.Remote, res.SparkSession, res.SparkApp
 		for _, in := range res.Inputs {
 			rec.Inputs = append(rec.Inputs, RunInput{Name: in.Name, Table: in.Table, From: in.Start, To: in.End, Snapshots: in.Snapshots})
 		}

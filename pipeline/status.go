@@ -12,6 +12,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/transform"
 	"github.com/floedata/floe/write"
@@ -67,6 +68,11 @@ type OutputStatus struct {
 	SnapshotID int64
 	BuiltAt    time.Time
 	BuiltBy    string
+	// BuiltWith is the engine that wrote that snapshot (floe.engine:
+	// local or spark; "" for snapshots of older floes or other writers),
+	// BuiltSession and BuiltApp the Spark session and application of a
+	// Spark build.
+	BuiltWith, BuiltSession, BuiltApp string
 	// Inputs are the step's inputs, in declaration order.
 	Inputs []InputStatus
 	// Behind and RowsBehind are the sums of the inputs'; nil when one is
@@ -395,6 +401,12 @@ func describeHead(os *OutputStatus, tbl *table.Table, branch string) *table.Snap
 	os.BuiltAt = time.UnixMilli(head.TimestampMs).UTC()
 	if head.Summary != nil {
 		os.BuiltBy = head.Summary.Properties[state.PropTransform]
+		os.BuiltWith = head.Summary.Properties[pushdown.SummaryEngine]
+		os.BuiltSession = head.Summary.Properties[pushdown.SummarySession]
+		os.BuiltApp = head.Summary.Properties[pushdown.SummaryApp]
+		if os.BuiltApp == "" && os.BuiltWith == string(pushdown.Spark) {
+			os.BuiltApp = head.Summary.Properties["spark.app.id"]
+		}
 	}
 	return head
 }

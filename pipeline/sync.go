@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/transform"
 )
 
@@ -98,7 +99,13 @@ func Sync(spec SyncSpec) (*transform.Transform, error) {
 		transform.WithInputOnBranch("source", spec.Src, spec.Branch),
 		transform.WithOutput("destination", spec.Dst, outOpts...),
 		transform.WithReadMode(transform.Changelog),
-		transform.WithSemanticVersion(version)), nil
+		transform.WithSemanticVersion(version),
+		withPush(&transform.Push{Kind: pushdown.JobSync, Keys: spec.Keys, Filter: spec.Filter, Columns: spec.Columns})), nil
+}
+
+// withPush lets a remote engine run the transform's builds.
+func withPush(p *transform.Push) transform.Option {
+	return func(t *transform.Transform) { t.Push = p }
 }
 
 // optionsVersion derives a transform's semantic version from the options

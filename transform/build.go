@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/state"
 )
@@ -25,6 +26,11 @@ type Runner struct {
 	Logger *slog.Logger
 	// Full forces full rebuilds.
 	Full bool
+	// EngineSettings choose the engine of each build (default: local);
+	// Engine is the remote engine builds chosen for Spark run on (see
+	// package pushdown).
+	EngineSettings pushdown.Settings
+	Engine         pushdown.Engine
 }
 
 // Result describes one build.
@@ -37,6 +43,15 @@ type Result struct {
 	Outputs     []OutputResult
 	Started     time.Time
 	Duration    time.Duration
+	// Engine is the engine that ran the build (local or spark) and
+	// EngineReason why it was chosen ("" when it was the default).
+	Engine       string `json:",omitempty"`
+	EngineReason string `json:",omitempty"`
+	// Remote, SparkSession and SparkApp name the Spark Connect server,
+	// session and application of a build Spark ran.
+	Remote       string `json:",omitempty"`
+	SparkSession string `json:",omitempty"`
+	SparkApp     string `json:",omitempty"`
 }
 
 // InputRange is the range of one input a build processed.
@@ -57,6 +72,7 @@ type build struct {
 	incremental bool
 	reason      string
 	next        state.Build
+	engine      pushdown.Decision
 }
 
 // Build runs one build of t: it decides whether the build can be
@@ -100,9 +116,15 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 	} else {
 		log.Info("full rebuild", "reason", b.reason)
 	}
+	pushed, err := b.chooseEngine(res)
+	if err != nil {
+		return nil, err
+	}
 	cctx := &Context{Context: ctx, b: b}
-	if err := t.Compute(cctx); err != nil {
-		return nil, fmt.Errorf("transform %s: %w", t.Name, err)
+	if !pushed {
+		if err := t.Compute(cctx); err != nil {
+			return nil, fmt.Errorf("transform %s: %w", t.Name, err)
+		}
 	}
 	if res.Outputs, err = b.commitOutputs(); err != nil {
 		return nil, err

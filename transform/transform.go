@@ -79,6 +79,8 @@ type Transform struct {
 	ReadMode        ReadMode
 	SemanticVersion int
 	Compute         ComputeFunc
+	// Push, when set, lets a remote engine run the builds (see Push).
+	Push *Push
 }
 
 // Option configures New.

@@ -17,6 +17,7 @@ import (
 	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/merge"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rows"
 )
 
@@ -70,6 +71,7 @@ func (s *syncer) applyBatch(ctx context.Context, from, to int64) error {
 		}),
 		merge.WithCommitEmpty(),
 		merge.WithSnapshotProperties(map[string]string{
+			"floe.engine":                string(pushdown.Local),
 			"floe.operation":             "delta-sync",
 			"floe.delta.source-versions": fmt.Sprintf("%d-%d", from, to),
 		}))

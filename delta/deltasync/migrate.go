@@ -13,6 +13,7 @@ import (
 
 	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/rowfile"
 	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/scan"
@@ -52,7 +53,7 @@ func (s *syncer) migration(snap *delta.Snapshot) *migration {
 	v := snap.Version()
 	m := &migration{v: v, where: fmt.Sprintf("Delta table %s version %d", s.src.Location(), v)}
 	m.opts = commit.Options{
-		SnapshotProperties: iceberg.Properties{"floe.operation": "delta-sync", PropSourceVersion: strconv.FormatInt(v, 10)},
+		SnapshotProperties: iceberg.Properties{"floe.operation": "delta-sync", PropSourceVersion: strconv.FormatInt(v, 10), "floe.engine": string(pushdown.Local)},
 		SetProperties:      s.stateProps(v),
 		Expect:             map[string]string{PropSourceVersion: ""},
 		CommitEmpty:        true,
