@@ -38,15 +38,16 @@
 //
 // # Catalogs and storage a program gets
 //
-// Importing floe forces no remote backend on a program: it gets floe's
-// embedded catalog (SQLite) and the SQL and Hadoop catalog types of
-// configuration files, and local files. The other catalog types and object
+// Importing floe forces no object store and neither Glue nor Hive on a
+// program: it gets floe's embedded catalog (SQLite), the SQL, Hadoop and
+// REST catalog types of configuration files (REST catalogs are opened with
+// floe's HTTP transport, which bounds every request; it brings the AWS SDK
+// for SigV4), and local files. The other catalog types and object
 // stores register themselves with iceberg-go when imported, as iceberg-go's
 // own do; a program blank-imports those it needs where it is assembled
 // (the floe binary imports all of them in cmd/floe):
 //
 //	import (
-//		_ "github.com/apache/iceberg-go/catalog/rest" // type: rest
 //		_ "github.com/apache/iceberg-go/catalog/glue" // type: glue
 //		_ "github.com/apache/iceberg-go/catalog/hive" // type: hive
 //		_ "github.com/floedata/floe/s3io"             // s3://, s3a://, s3n://, oss:// (floe's S3 IO)
@@ -111,6 +112,10 @@ type Result = transform.Result
 
 // InputRange is the range of one input a build processed.
 type InputRange = transform.InputRange
+
+// Push is what a remote engine (Spark, package pushdown) needs to run a
+// transform's builds (Transform.Push): the pipeline types set it.
+type Push = transform.Push
 
 // OutputResult says what a build committed to one output.
 type OutputResult = transform.OutputResult

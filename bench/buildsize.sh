@@ -18,7 +18,7 @@ cd "$repo"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-minimal=floe_no_rest,floe_no_glue,floe_no_hive,floe_no_s3,floe_no_gcs,floe_no_azure
+minimal=floe_no_glue,floe_no_hive,floe_no_s3,floe_no_gcs,floe_no_azure
 echo "| build | packages | size (MB) | cold build wall s | cold build CPU s |"
 echo "|---|---:|---:|---:|---:|"
 for b in "default::" "default, release:-trimpath -ldflags=-s\ -w:" "minimal tags, release:-trimpath -ldflags=-s\ -w:$minimal"; do

@@ -8,9 +8,11 @@ import (
 )
 
 // backendImports are the packages that register the catalog types a
-// configuration file may name beyond sql and hadoop (which this package
-// compiles in itself). Importing package catalog forces none of them on a
-// program: the program imports those it needs, as cmd/floe does.
+// configuration file may name beyond sql, hadoop and rest (which this
+// package compiles in itself: it opens REST catalogs with floe's HTTP
+// transport, see rest.go). Importing package catalog forces neither Glue
+// nor Hive on a program: the program imports those it needs, as cmd/floe
+// does.
 var backendImports = map[string]string{
 	"rest": "github.com/apache/iceberg-go/catalog/rest",
 	"glue": "github.com/apache/iceberg-go/catalog/glue",

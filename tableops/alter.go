@@ -51,7 +51,7 @@ func (a Alter) Empty() bool {
 // unless the same alter stops using it. A refused change commits nothing.
 // The change goes through commit.RunTx: checked and staged again on the
 // fresh table at each attempt, a lost answer resolved by the commit id.
-func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, a Alter) (*commit.Outcome, error) {
+func AlterTable(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, a Alter) (*CommitOutcome, error) {
 	name := catalog.FormatName(ident)
 	if a.Empty() {
 		return nil, fmt.Errorf("alter %s: no change given", name)

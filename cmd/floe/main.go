@@ -4,18 +4,17 @@
 // compiled in, one file per backend (backend_*.go), each left out by its
 // build tag:
 //
-//	floe_no_rest   REST catalogs (type: rest)
 //	floe_no_glue   AWS Glue catalogs (type: glue)
 //	floe_no_hive   Hive Metastore catalogs (type: hive)
 //	floe_no_s3     s3://, s3a://, s3n://, oss:// (floe's S3 IO, package s3io)
 //	floe_no_gcs    gs:// (iceberg-go's GCS IO)
 //	floe_no_azure  abfs://, abfss://, wasb://, wasbs:// (iceberg-go's Azure IO)
 //
-// The embedded catalog (SQLite), sql and hadoop catalogs and local files
+// The embedded catalog (SQLite), sql, hadoop and rest catalogs and local files
 // are always there. floe version lists what a binary has. The smallest
 // build:
 //
-//	go build -tags floe_no_rest,floe_no_glue,floe_no_hive,floe_no_s3,floe_no_gcs,floe_no_azure ./cmd/floe
+//	go build -tags floe_no_glue,floe_no_hive,floe_no_s3,floe_no_gcs,floe_no_azure ./cmd/floe
 package main
 
 import (

@@ -34,6 +34,9 @@ type Proxy struct {
 	rng      *rand.Rand
 	injected map[Fault]int
 	seen     atomic.Int64
+	// inflight counts requests whose handler has not yet counted them: a
+	// client may have its answer before the handler returns.
+	inflight atomic.Int64
 	logOn    bool
 	log      []string
 }
@@ -199,6 +202,10 @@ func (p *Proxy) Close() {
 
 // Counts returns the counts so far and starts new ones.
 func (p *Proxy) Counts() Counts {
+	// Wait (briefly) for the handlers of answered requests to count them.
+	for deadline := time.Now().Add(5 * time.Second); p.inflight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.counts
@@ -280,11 +287,13 @@ func (c countingReader) Close() error { return c.r.Close() }
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.inflight.Add(1)
 	k := kind(r)
 	fault, plan := p.pick()
 	var in, out int64
 	status := 0
 	defer func() {
+		defer p.inflight.Add(-1)
 		p.mu.Lock()
 		p.counts.Requests[k]++
 		p.counts.Status[status]++
