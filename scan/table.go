@@ -101,7 +101,7 @@ type Task struct {
 }
 
 // Plan lists the data files of snap that may hold rows matching filter,
-// with their delete files: one task per data file, however large.
+// with all their delete files: one task per data file, however large.
 func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter iceberg.BooleanExpression) ([]Task, error) {
 	if snap == nil {
 		return nil, nil
@@ -113,6 +113,28 @@ func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter ic
 	fts, err := tbl.Scan(opts...).PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", FormatIdent(tbl.Identifier()), snap.SnapshotID, err)
+	}
+	if filter != nil && mayHaveEqualityDeletes(snap) {
+		// NB: iceberg-go prunes equality delete files by the filter too:
+		// right for the rows that match it, wrong for the others, which a
+		// copy-on-write rewrite keeps; with a delete file pruned they came
+		// back. The data files are the filter's; their delete files come
+		// from a plan without it.
+		all, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID)).PlanFiles(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("plan scan of %s at snapshot %d: %w", FormatIdent(tbl.Identifier()), snap.SnapshotID, err)
+		}
+		byPath := make(map[string]table.FileScanTask, len(all))
+		for _, t := range all {
+			byPath[t.File.FilePath()] = t
+		}
+		for i, t := range fts {
+			full, ok := byPath[t.File.FilePath()]
+			if !ok {
+				return nil, fmt.Errorf("plan scan of %s at snapshot %d: data file %s is in the filtered plan only", FormatIdent(tbl.Identifier()), snap.SnapshotID, t.File.FilePath())
+			}
+			fts[i].DeleteFiles, fts[i].EqualityDeleteFiles, fts[i].DeletionVectorFiles = full.DeleteFiles, full.EqualityDeleteFiles, full.DeletionVectorFiles
+		}
 	}
 	out := make([]Task, 0, len(fts))
 	seen := make(map[string]bool, len(fts))
@@ -136,6 +158,16 @@ func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter ic
 		out = append(out, Task{File: t.File, Deletes: d})
 	}
 	return out, nil
+}
+
+// mayHaveEqualityDeletes reports whether equality delete files may apply
+// in snap: unless its summary says there are none.
+func mayHaveEqualityDeletes(snap *table.Snapshot) bool {
+	if snap.Summary == nil {
+		return true
+	}
+	n, ok := snap.Summary.Properties["total-equality-deletes"]
+	return !ok || n != "0"
 }
 
 // Rows streams the live rows of a table state: deletes applied, identity
