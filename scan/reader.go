@@ -17,7 +17,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/floedata/floe/rows"
 )
@@ -49,6 +48,8 @@ func (b Batch) Release() {
 type Reader struct {
 	tbl        *table.Table
 	fs         iceio.IO
+	checked    *footerIO    // fs, checking the footers of the files read
+	view       *table.Table // tbl reading through checked
 	schema     *iceberg.Schema
 	snapshotID *int64
 	batchSize  int
@@ -93,7 +94,10 @@ func NewReader(ctx context.Context, tbl *table.Table, snapshotID *int64) (*Reade
 			}
 		}
 	}
-	return &Reader{tbl: tbl, fs: fs, schema: sc, snapshotID: snapshotID, batchSize: 64 * 1024,
+	checked := &footerIO{IO: fs, table: FormatIdent(tbl.Identifier())}
+	view := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(context.Context) (iceio.IO, error) { return checked, nil }, nil)
+	return &Reader{tbl: tbl, fs: fs, checked: checked, view: view, schema: sc, snapshotID: snapshotID, batchSize: 64 * 1024,
 		pos: map[string]*posFile{}, eq: map[string]*eqDeletes{}}, nil
 }
 
@@ -232,7 +236,7 @@ func (r *Reader) LoadDeletes(ctx context.Context, df iceberg.DataFile, d Deletes
 		}
 	}
 	if d.DV != nil {
-		bm, err := dv.ReadDV(r.fs, d.DV)
+		bm, err := readDV(r.fs, d.DV)
 		if err != nil {
 			return nil, fmt.Errorf("%w: deletion vector %s for data file %s: %w", ErrInvalidDeleteFile, d.DV.FilePath(), path, err)
 		}
@@ -258,14 +262,24 @@ func (r *Reader) posDeletes(ctx context.Context, pf iceberg.DataFile) (*posFile,
 		r.pos[pf.FilePath()] = p
 	}
 	r.mu.Unlock()
-	p.once.Do(func() { p.by, p.err = readPositionDeletes(ctx, r.fs, pf) })
+	p.once.Do(func() {
+		r.checked.expect(pf)
+		p.by, p.err = readPositionDeletes(ctx, r.checked, pf)
+	})
 	return p, p.err
 }
 
-func readPositionDeletes(ctx context.Context, fs iceio.IO, pf iceberg.DataFile) (map[string]*roaring64.Bitmap, error) {
+func readPositionDeletes(ctx context.Context, fs iceio.IO, pf iceberg.DataFile) (_ map[string]*roaring64.Bitmap, err error) {
 	if pf.FileFormat() != iceberg.ParquetFile {
 		return nil, fmt.Errorf("%w: position delete file %s has format %s; floe reads Parquet position deletes", ErrInvalidDeleteFile, pf.FilePath(), pf.FileFormat())
 	}
+	defer func() {
+		// NB: the footer is checked (footerIO); a damaged page can still
+		// make the decoder panic, here in the caller's goroutine.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: position delete file %s: the decoder failed: %v", ErrInvalidDeleteFile, pf.FilePath(), p)
+		}
+	}()
 	f, err := fs.Open(pf.FilePath())
 	if err != nil {
 		return nil, fmt.Errorf("open position delete file %s: %w", pf.FilePath(), err)
@@ -273,6 +287,9 @@ func readPositionDeletes(ctx context.Context, fs iceio.IO, pf iceberg.DataFile) 
 	defer f.Close()
 	pr, err := file.NewParquetReader(f)
 	if err != nil {
+		if ce := corruptFile(err); ce != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidDeleteFile, ce)
+		}
 		return nil, fmt.Errorf("%w: position delete file %s: %w", ErrInvalidDeleteFile, pf.FilePath(), err)
 	}
 	defer pr.Close()
@@ -347,6 +364,9 @@ func (r *Reader) loadEq(ctx context.Context, ef iceberg.DataFile, e *eqDeletes) 
 	e.keys = map[string]struct{}{}
 	var buf []byte
 	for b, err := range r.raw(ctx, ef, names) {
+		if ce := corruptFile(err); ce != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidDeleteFile, ce) // it names the file
+		}
 		if err != nil {
 			return fmt.Errorf("read equality delete file %s: %w", ef.FilePath(), err)
 		}
@@ -403,18 +423,19 @@ func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string) i
 		if r.snapshotID != nil {
 			opts = append(opts, table.WithSnapshotID(*r.snapshotID))
 		}
-		sc := r.tbl.Scan(opts...)
+		r.checked.expect(df)
+		sc := r.view.Scan(opts...)
 		task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes()}
 		_, it, err := sc.ReadTasks(ctx, []table.FileScanTask{task})
 		if err != nil {
-			yield(Batch{}, fmt.Errorf("read %s: %w", df.FilePath(), err))
+			yield(Batch{}, r.readError(df, err))
 			return
 		}
 		var next int64
 		var order []int
 		for rec, err := range it {
 			if err != nil {
-				yield(Batch{}, fmt.Errorf("read %s: %w", df.FilePath(), err))
+				yield(Batch{}, r.readError(df, err))
 				return
 			}
 			// The reader returns columns in schema order; give them in the

@@ -218,7 +218,10 @@ func Rows(ctx context.Context, tbl *table.Table, opts Options) (*arrow.Schema, i
 		}
 		return rows.Project(rec, outSchema, idx)
 	}
-	readTask := func(ctx context.Context, t Task, emit func(arrow.RecordBatch) bool) error {
+	readTask := func(ctx context.Context, t Task, emit func(arrow.RecordBatch) bool) (err error) {
+		// NB: this runs in a goroutine of ordered's, where a panic (a
+		// decoder's, on a damaged file) would end the process.
+		defer r.RecoverRead(&err, t.File)
 		_, seq, err := r.Live(ctx, t.File, t.Deletes, readCols)
 		if err != nil {
 			return err

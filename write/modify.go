@@ -307,7 +307,8 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		g, gctx := safe.WithContext(ctx)
 		g.SetLimit(2)
 		for i, t := range tasks {
-			g.Go(func() error {
+			g.Go(func() (err error) {
+				defer reader.RecoverRead(&err, t.File)
 				key := workKey(t)
 				if fw := req.Reuse.get(key); fw != nil {
 					works[i] = fw
@@ -318,6 +319,9 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 				res.written = append(res.written, written...)
 				mu.Unlock()
 				if err != nil {
+					if errors.As(err, new(*scan.CorruptFileError)) {
+						return err // it names the file
+					}
 					return fmt.Errorf("%s: %w", t.File.FilePath(), err)
 				}
 				req.Reuse.put(key, fw)

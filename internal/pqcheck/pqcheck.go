@@ -10,12 +10,16 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // Check returns an error when a row group or column chunk of pf has a
 // negative count or a byte range outside the file.
-func Check(pf *file.Reader) error {
-	md := pf.MetaData()
+func Check(pf *file.Reader) error { return CheckMetadata(pf.MetaData()) }
+
+// CheckMetadata is Check on parsed file metadata; its source file size
+// must be set (metadata.FileMetaData.SetSourceFileSize).
+func CheckMetadata(md *metadata.FileMetaData) error {
 	if md == nil {
 		return fmt.Errorf("no file metadata")
 	}
