@@ -238,7 +238,7 @@ func (r *Reader) LoadDeletes(ctx context.Context, df iceberg.DataFile, d Deletes
 	if d.DV != nil {
 		bm, err := readDV(r.fs, d.DV)
 		if err != nil {
-			return nil, fmt.Errorf("%w: deletion vector %s for data file %s: %w", ErrInvalidDeleteFile, d.DV.FilePath(), path, err)
+			return nil, fmt.Errorf("%w: table %s: deletion vector %s for data file %s: %w", ErrInvalidDeleteFile, r.checked.table, d.DV.FilePath(), path, err)
 		}
 		for p := range bm.Positions() {
 			ds.Positions.Add(p)
