@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/floedata/floe/internal/pqcheck"
+	"github.com/floedata/floe/internal/safe"
 )
 
 // ErrCorruptFile is wrapped by errors about a data or delete file of a
@@ -297,6 +298,6 @@ func readDV(fs iceio.IO, f iceberg.DataFile) (_ *dv.RoaringPositionBitmap, err e
 // footers from them.)
 func (r *Reader) RecoverRead(errp *error, df iceberg.DataFile) {
 	if p := recover(); p != nil {
-		*errp = fmt.Errorf("table %s: read %s: internal error (a damaged file?): %v", r.checked.table, df.FilePath(), p)
+		*errp = fmt.Errorf("table %s: read %s (a damaged file?): %w", r.checked.table, df.FilePath(), safe.Recovered(p))
 	}
 }
