@@ -65,6 +65,7 @@ func TestGoroutinePanicBecomesError(t *testing.T) {
 			g, _ := safe.WithContext(cmd.Context())
 			g.Go(func() error {
 				var m map[string]int
+				//lint:ignore SA5000 the test panics on purpose
 				m["k"]++ // a bug in a worker goroutine
 				return nil
 			})

@@ -29,6 +29,7 @@ func TestRecoverReports(t *testing.T) {
 	go func() {
 		defer Recover(func(err error) { errc <- err })
 		var m map[string]int
+		//lint:ignore SA5000 the test panics on purpose
 		m["x"] = 1 // a runtime panic
 	}()
 	err := <-errc
