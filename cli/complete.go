@@ -51,9 +51,10 @@ var argKinds = map[string][]argKind{
 const completeTimeout = 3 * time.Second
 
 // registerCompletions gives every command under c that takes a table or a
-// namespace argument a ValidArgsFunction listing the catalog's names.
+// namespace argument a ValidArgsFunction listing the catalog's names
+// (unless it has one of its own).
 func (a *app) registerCompletions(c *cobra.Command) {
-	if kinds, variadic := commandArgKinds(c); slices.ContainsFunc(kinds, isCatalogArg) {
+	if kinds, variadic := commandArgKinds(c); c.ValidArgsFunction == nil && slices.ContainsFunc(kinds, isCatalogArg) {
 		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			k := argOther
 			switch {
