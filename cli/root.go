@@ -132,6 +132,7 @@ command).`,
 		root.AddCommand(extra(a))
 	}
 	setArgsUsage(root)
+	a.registerCompletions(root) // shell completion of table and namespace names (complete.go)
 	return root
 }
 
