@@ -17,6 +17,7 @@ type binder struct {
 	schema *arrow.Schema
 	opts   options
 	used   map[int]bool
+	now    int64 // microseconds; see nowMicros
 }
 
 func bindErr(pos int, kind error, format string, args ...any) *BindError {
@@ -239,7 +240,7 @@ func (b *binder) castTo(x node, to arrow.DataType, src Expr) (node, error) {
 }
 
 func kindOf(err error) error {
-	for _, k := range []error{ErrOverflow, ErrInvalidCast, ErrDivideByZero} {
+	for _, k := range []error{ErrOverflow, ErrInvalidCast, ErrDivideByZero, ErrInvalidArgument} {
 		if errors.Is(err, k) {
 			return k
 		}
@@ -423,6 +424,9 @@ func alignDecimalConst(l, r node) (node, node) {
 func (b *binder) arith(e *Binary, l, r node) (node, error) {
 	lt, rt := l.dataType(), r.dataType()
 	fl, fr := familyOf(lt), familyOf(rt)
+	if n, ok, err := b.dateArith(e, l, r); ok {
+		return n, err
+	}
 	if !(isNumeric(lt) || fl == famNull) || !(isNumeric(rt) || fr == famNull) {
 		return nil, bindErr(e.OpPos, ErrType, "cannot apply %q to %s and %s", e.Op.String(), describe(e.L, lt), describe(e.R, rt))
 	}
@@ -684,6 +688,9 @@ func (b *binder) call(e *Call) (node, error) {
 			return nil, err
 		}
 		args[i] = n
+	}
+	if f, ok := builtinByName[e.Name]; ok && f.bind != nil {
+		return f.bind(b, e, args)
 	}
 	switch e.Name {
 	case "COALESCE", "IFNULL":

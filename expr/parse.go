@@ -18,23 +18,6 @@ var reserved = map[string]bool{
 	"ELSE": true, "END": true, "CAST": true,
 }
 
-// funcArity gives the argument counts of the built-in functions: min, max
-// (-1 = unbounded).
-var funcArity = map[string][2]int{
-	"COALESCE": {1, -1},
-	"NULLIF":   {2, 2},
-	"IFNULL":   {2, 2},
-	"LOWER":    {1, 1},
-	"UPPER":    {1, 1},
-	"LENGTH":   {1, 1},
-	"TRIM":     {1, 1},
-	"ABS":      {1, 1},
-	"CONCAT":   {1, -1},
-}
-
-// funcAlias maps accepted spellings to canonical function names.
-var funcAlias = map[string]string{"NVL": "IFNULL", "LCASE": "LOWER", "UCASE": "UPPER", "CHAR_LENGTH": "LENGTH"}
-
 // Assignment is one `column = expression` of a SET list.
 type Assignment struct {
 	Column *ColumnRef
@@ -305,7 +288,8 @@ func (p *parser) parsePredicate() (Expr, error) {
 		neg := false
 		if p.isKeyword(t, "NOT") {
 			n := p.peekAt(1)
-			if !p.isKeyword(n, "IN") && !p.isKeyword(n, "BETWEEN") && !p.isKeyword(n, "LIKE") {
+			if !p.isKeyword(n, "IN") && !p.isKeyword(n, "BETWEEN") && !p.isKeyword(n, "LIKE") &&
+				!p.isKeyword(n, "RLIKE") && !p.isKeyword(n, "REGEXP") {
 				return l, nil
 			}
 			p.next()
@@ -353,6 +337,16 @@ func (p *parser) parsePredicate() (Expr, error) {
 				return nil, err
 			}
 			l = &Like{OpPos: t.pos, X: l, Pattern: pat, Not: neg}
+		case p.acceptKeyword("RLIKE") || p.acceptKeyword("REGEXP"):
+			// NB: x RLIKE p is the call RLIKE(x, p), and renders as one.
+			pat, err := p.parseConcat()
+			if err != nil {
+				return nil, err
+			}
+			l = &Call{P: t.pos, Name: "RLIKE", Args: []Expr{l, pat}}
+			if neg {
+				l = &Unary{P: t.pos, Op: OpNot, X: l}
+			}
 		default:
 			return l, nil
 		}
@@ -426,7 +420,11 @@ func (p *parser) parseUnary() (Expr, error) {
 			// NB: fold the sign into the literal so that -2147483648 is an INT
 			// and -9223372036854775808 a BIGINT, as in Spark.
 			p.next()
-			return numberLiteral(p.src, n, t.pos)
+			lit, err := numberLiteral(p.src, n, t.pos)
+			if err != nil {
+				return nil, err
+			}
+			return p.parseCasts(lit)
 		}
 		x, err := p.parseUnary()
 		if err != nil {
@@ -440,7 +438,29 @@ func (p *parser) parseUnary() (Expr, error) {
 	return p.parsePrimary()
 }
 
+// parsePrimary parses a primary expression and the `::type` casts after
+// it (Spark's x::type, binding tighter than any operator).
 func (p *parser) parsePrimary() (Expr, error) {
+	x, err := p.parseAtom()
+	if err != nil {
+		return nil, err
+	}
+	return p.parseCasts(x)
+}
+
+func (p *parser) parseCasts(x Expr) (Expr, error) {
+	for p.atOp("::") {
+		t := p.next()
+		dt, err := p.parseType()
+		if err != nil {
+			return nil, err
+		}
+		x = &Cast{P: t.pos, X: x, To: dt}
+	}
+	return x, nil
+}
+
+func (p *parser) parseAtom() (Expr, error) {
 	t := p.peek()
 	switch t.kind {
 	case tNumber:
@@ -491,6 +511,13 @@ func (p *parser) parsePrimary() (Expr, error) {
 		if n := p.peekAt(1); n.kind == tOp && n.text == "(" {
 			return p.parseCall()
 		}
+		if up == "CURRENT_DATE" || up == "CURRENT_TIMESTAMP" {
+			// Spark's niladic forms, without parentheses
+			if n := p.peekAt(1); !(n.kind == tOp && n.text == ".") {
+				p.next()
+				return &Call{P: t.pos, Name: up}, nil
+			}
+		}
 		if reserved[up] {
 			return nil, p.expected("an expression")
 		}
@@ -522,15 +549,12 @@ func (p *parser) parseColumnName() (*ColumnRef, error) {
 
 func (p *parser) parseCall() (Expr, error) {
 	t := p.next()
-	name := strings.ToUpper(t.text)
-	if a, ok := funcAlias[name]; ok {
-		name = a
-	}
-	arity, ok := funcArity[name]
+	f, ok := lookupBuiltin(t.text)
 	if !ok {
-		return nil, &SyntaxError{Pos: t.pos, Msg: fmt.Sprintf("unknown function %s; known functions are %s",
-			t.text, knownFunctions()), kind: ErrUnknownFunction}
+		return nil, &SyntaxError{Pos: t.pos, Msg: unknownFunction(t.text), kind: ErrUnknownFunction}
 	}
+	name := f.Name
+	arity := [2]int{f.MinArgs, f.MaxArgs}
 	p.next() // (
 	var args []Expr
 	if !p.atOp(")") {
@@ -560,11 +584,6 @@ func (p *parser) parseCall() (Expr, error) {
 			name, want, len(args)), kind: ErrArgCount}
 	}
 	return &Call{P: t.pos, Name: name, Args: args}, nil
-}
-
-func knownFunctions() string {
-	names := []string{"ABS", "COALESCE", "CONCAT", "IFNULL", "LENGTH", "LOWER", "NULLIF", "NVL", "TRIM", "UPPER"}
-	return strings.Join(names, ", ")
 }
 
 func (p *parser) parseCase() (Expr, error) {
