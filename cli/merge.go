@@ -118,7 +118,11 @@ func (f formattedError) Unwrap() error { return f.err }
 // calls the returned close function when done.
 func mergeSource(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, target *table.Table) (merge.Source, func(), error) {
 	if stmt.Source.Path == "" {
-		tbl, err := cat.Load(ctx, table.Identifier(stmt.Source.Table))
+		name := stmt.Source.Table
+		if q := stmt.Source.Query; q != nil {
+			name = q.From // merge.Merge applies the subquery to its rows
+		}
+		tbl, err := cat.Load(ctx, table.Identifier(name))
 		if err != nil {
 			return merge.Source{}, nil, err
 		}

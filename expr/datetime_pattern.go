@@ -9,7 +9,7 @@ import (
 
 // A datetime pattern in Spark's notation (to_date, to_timestamp,
 // unix_timestamp, from_unixtime, date_format): the letters y M L d D H h m s
-// S a E, text in single quotes ('' for a quote), other characters as they
+// S a E, text in single quotes (” for a quote), other characters as they
 // are. Every time is in UTC, the session time zone of floe.
 type dtPattern struct {
 	src  string
