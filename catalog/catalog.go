@@ -113,7 +113,8 @@ func (c *Catalog) Close() error {
 	return err
 }
 
-// LoadTable loads the table called name ("ns.tbl"). An unknown table or
+// LoadTable loads the table called name ("ns.tbl", or "catalog.ns.tbl" with
+// this catalog's name: see Resolve). An unknown table or
 // namespace is an error wrapping ErrNoSuchTable or ErrNoSuchNamespace that
 // names it.
 func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, error) {
@@ -128,6 +129,10 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 // table commits through CommitTable, and its file IO is wrapped as Wrap
 // says.
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	ident, rerr := c.Resolve(ident) // catalog.ns.table, as in Spark
+	if rerr != nil {
+		return nil, rerr
+	}
 	tbl, err := c.ice.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, c.explainMissing(ctx, ident, err)

@@ -131,13 +131,17 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 	}
 	name := catalog.FormatName(table.Identifier(stmt.Target))
 	fail := func(err error) (*MergeResult, error) { return nil, fmt.Errorf("merge into %s: %w", name, err) }
+	stmt, err := resolveNames(cat, stmt)
+	if err != nil {
+		return fail(err)
+	}
 	if o.DeleteMode == DeleteEquality {
 		return fail(fmt.Errorf("%w: MERGE writes position deletes or deletion vectors, not equality deletes", ErrBadMerge))
 	}
 	if source.Schema == nil || source.Rows == nil {
 		return fail(fmt.Errorf("%w: the source has no schema or rows", ErrBadMerge))
 	}
-	source, err := querySource(ctx, stmt, source)
+	source, err = querySource(ctx, stmt, source)
 	if err != nil {
 		return fail(err)
 	}
