@@ -651,6 +651,45 @@ func (p *parser) parseCast() (Expr, error) {
 	return &Cast{P: t.pos, X: x, To: dt}, nil
 }
 
+// castType is a type name CAST accepts (docs/sql.md lists them).
+type castType struct {
+	names []string // the first is the one messages use
+	param string   // the parameters it takes, as documented
+	dt    arrow.DataType
+	doc   string
+}
+
+var castTypes = []castType{
+	{names: []string{"BOOLEAN", "BOOL"}, dt: arrow.FixedWidthTypes.Boolean, doc: "true or false"},
+	{names: []string{"TINYINT", "BYTE"}, dt: arrow.PrimitiveTypes.Int8, doc: "8-bit integer (stored as an Iceberg int)"},
+	{names: []string{"SMALLINT", "SHORT"}, dt: arrow.PrimitiveTypes.Int16, doc: "16-bit integer (stored as an Iceberg int)"},
+	{names: []string{"INT", "INTEGER"}, dt: arrow.PrimitiveTypes.Int32, doc: "32-bit integer"},
+	{names: []string{"BIGINT", "LONG"}, dt: arrow.PrimitiveTypes.Int64, doc: "64-bit integer"},
+	{names: []string{"FLOAT", "REAL"}, dt: arrow.PrimitiveTypes.Float32, doc: "32-bit floating point"},
+	{names: []string{"DOUBLE"}, dt: arrow.PrimitiveTypes.Float64, doc: "64-bit floating point"},
+	{names: []string{"DECIMAL", "DEC", "NUMERIC"}, param: "[(p[, s])]", dt: &arrow.Decimal128Type{Precision: 10, Scale: 0},
+		doc: "exact decimal of precision p (1 to 38, 10 by default) and scale s (0 by default)"},
+	{names: []string{"STRING", "TEXT"}, dt: arrow.BinaryTypes.String, doc: "UTF-8 text"},
+	{names: []string{"VARCHAR", "CHAR"}, param: "[(n)]", dt: arrow.BinaryTypes.String, doc: "STRING, as Spark casts to them (the length is not enforced)"},
+	{names: []string{"BINARY"}, dt: arrow.BinaryTypes.Binary, doc: "bytes"},
+	{names: []string{"DATE"}, dt: arrow.FixedWidthTypes.Date32, doc: "calendar date"},
+	{names: []string{"TIMESTAMP", "TIMESTAMP_LTZ"}, dt: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+		doc: "instant with time zone (Iceberg timestamptz), as in Spark SQL; shown in UTC"},
+	{names: []string{"TIMESTAMP_NTZ"}, dt: &arrow.TimestampType{Unit: arrow.Microsecond}, doc: "wall-clock time without zone (Iceberg timestamp)"},
+}
+
+func lookupCastType(name string) (*castType, bool) {
+	up := strings.ToUpper(name)
+	for i := range castTypes {
+		for _, n := range castTypes[i].names {
+			if n == up {
+				return &castTypes[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
 // parseType parses a SQL type name for CAST.
 func (p *parser) parseType() (arrow.DataType, error) {
 	t := p.peek()
@@ -658,24 +697,16 @@ func (p *parser) parseType() (arrow.DataType, error) {
 		return nil, p.expected("a type name")
 	}
 	p.next()
-	switch strings.ToUpper(t.text) {
-	case "BOOLEAN", "BOOL":
-		return arrow.FixedWidthTypes.Boolean, nil
-	case "TINYINT", "BYTE":
-		return arrow.PrimitiveTypes.Int8, nil
-	case "SMALLINT", "SHORT":
-		return arrow.PrimitiveTypes.Int16, nil
-	case "INT", "INTEGER":
-		return arrow.PrimitiveTypes.Int32, nil
-	case "BIGINT", "LONG":
-		return arrow.PrimitiveTypes.Int64, nil
-	case "FLOAT", "REAL":
-		return arrow.PrimitiveTypes.Float32, nil
-	case "DOUBLE":
-		return arrow.PrimitiveTypes.Float64, nil
-	case "STRING", "TEXT":
-		return arrow.BinaryTypes.String, nil
-	case "VARCHAR", "CHAR":
+	ct, ok := lookupCastType(t.text)
+	if !ok {
+		names := make([]string, len(castTypes))
+		for i, c := range castTypes {
+			names[i] = c.names[0] + map[string]string{"DECIMAL": "(p,s)", "VARCHAR": "(n)"}[c.names[0]]
+		}
+		return nil, p.errAt(t.pos, fmt.Sprintf("unknown type %s; expected one of %s", t.text, strings.Join(names, ", ")))
+	}
+	switch ct.names[0] {
+	case "VARCHAR":
 		// Spark treats VARCHAR(n)/CHAR(n) casts as STRING.
 		if p.acceptOp("(") {
 			if _, err := p.parseTypeInt(); err != nil {
@@ -685,16 +716,7 @@ func (p *parser) parseType() (arrow.DataType, error) {
 				return nil, err
 			}
 		}
-		return arrow.BinaryTypes.String, nil
-	case "BINARY":
-		return arrow.BinaryTypes.Binary, nil
-	case "DATE":
-		return arrow.FixedWidthTypes.Date32, nil
-	case "TIMESTAMP", "TIMESTAMP_LTZ":
-		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
-	case "TIMESTAMP_NTZ":
-		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
-	case "DECIMAL", "DEC", "NUMERIC":
+	case "DECIMAL":
 		prec, scale := 10, 0
 		if p.acceptOp("(") {
 			pt := p.peek()
@@ -723,7 +745,7 @@ func (p *parser) parseType() (arrow.DataType, error) {
 		}
 		return &arrow.Decimal128Type{Precision: int32(prec), Scale: int32(scale)}, nil
 	}
-	return nil, p.errAt(t.pos, fmt.Sprintf("unknown type %s; expected one of BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), STRING, BINARY, DATE, TIMESTAMP, TIMESTAMP_NTZ", t.text))
+	return ct.dt, nil
 }
 
 func (p *parser) parseTypeInt() (int, error) {

@@ -298,7 +298,7 @@ func mathBuiltins() []*builtin {
 		}
 	}
 	return []*builtin{
-		def("ROUND", nil, 1, 2, "round(x NUMERIC[, d INT]) -> type of x", "x rounded half up to d decimal places (0 by default; negative d rounds left of the point).",
+		def("ROUND", nil, 1, 2, "round(x NUMERIC[, d INT]) -> type of x", "x rounded half up to d decimal places (0 by default; negative d rounds left of the point); a DECIMAL(p,s) becomes DECIMAL(p-s+1+min(s,d), min(s,d)) as in Spark.",
 			roundBind(false)),
 		def("BROUND", nil, 1, 2, "bround(x NUMERIC[, d INT]) -> type of x", "x rounded half to even (banker's rounding) to d decimal places.",
 			roundBind(true)),
