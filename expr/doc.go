@@ -21,7 +21,7 @@
 //     = == <> != < <= > >= <=>, IS [NOT] NULL, IS [NOT] TRUE|FALSE,
 //     [NOT] IN (...), [NOT] BETWEEN a AND b, [NOT] LIKE 'pattern' (% and _,
 //     backslash escapes), [NOT] RLIKE|REGEXP 'regexp'; || (concatenation);
-//   - -; * / %; unary -; x::type (a cast, binding tightest).
+//     binary + and -; * / %; unary -; x::type (a cast, binding tightest).
 //   - CASE WHEN ... THEN ... [ELSE ...] END, CASE x WHEN v THEN ... END,
 //     CAST(x AS type) with Spark's type names: BOOLEAN, TINYINT, SMALLINT,
 //     INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n),
