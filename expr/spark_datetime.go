@@ -205,9 +205,10 @@ func datetimeBuiltins() []*builtin {
 			"Seconds since 1970-01-01 UTC of x (a string read with pattern, 'yyyy-MM-dd HH:mm:ss' by default), or of now.",
 			func(b *binder, e *Call, args []node) (node, error) {
 				if len(args) == 0 {
-					return &constNode{dt: i64Type, val: floorDiv(b.nowMicros(), microsPerSecond)}, nil
+					return &constNode{dt: i64Type, val: b.nowMicros() / microsPerSecond}, nil
 				}
-				return b.parseWith(e, args, i64Type, defaultTimestampPattern, func(us int64) any { return floorDiv(us, microsPerSecond) })
+				// NB: Spark divides, truncating toward zero (-0.5 s is 0)
+				return b.parseWith(e, args, i64Type, defaultTimestampPattern, func(us int64) any { return us / microsPerSecond })
 			}),
 		def("FROM_UNIXTIME", nil, 1, 2, "from_unixtime(seconds BIGINT[, pattern STRING]) -> STRING",
 			"The UTC time seconds after 1970-01-01 written with pattern ('yyyy-MM-dd HH:mm:ss' by default).",

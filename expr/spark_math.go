@@ -315,10 +315,10 @@ func mathBuiltins() []*builtin {
 		def("POWER", []string{"POW"}, 2, 2, "power(x DOUBLE, y DOUBLE) -> DOUBLE", "x raised to the power y.",
 			simplePure(f64Type, func(v []any) any { return math.Pow(f64(v[0]), f64(v[1])) }, aDouble)),
 		unary("SQRT", nil, "The square root of x (NaN for negative x).", func(x float64) any { return math.Sqrt(x) }),
-		unary("EXP", nil, "e raised to the power x.", func(x float64) any { return math.Exp(x) }),
+		unary("EXP", nil, "e raised to the power x.", func(x float64) any { return exp(x) }),
 		unary("LN", nil, "The natural logarithm of x; NULL for x <= 0.", logOf(math.Log)),
-		unary("LOG10", nil, "The base-10 logarithm of x; NULL for x <= 0.", logOf(math.Log10)),
-		unary("LOG2", nil, "The base-2 logarithm of x; NULL for x <= 0.", logOf(math.Log2)),
+		unary("LOG10", nil, "The base-10 logarithm of x; NULL for x <= 0.", logOf(log10)),
+		unary("LOG2", nil, "The base-2 logarithm of x; NULL for x <= 0.", logOf(func(x float64) float64 { return math.Log(x) / math.Ln2 })),
 		def("LOG", nil, 1, 2, "log([base DOUBLE,] x DOUBLE) -> DOUBLE", "The logarithm of x to base (e by default); NULL when x or base <= 0.",
 			simplePure(f64Type, func(v []any) any {
 				if len(v) == 1 {
@@ -344,4 +344,88 @@ func mathBuiltins() []*builtin {
 		def("LEAST", nil, 2, -1, "least(a, b, ...) -> common type", "The smallest argument, skipping NULLs; NULL only when all are NULL.",
 			extremeBind(-1)),
 	}
+}
+
+// log10 is fdlibm's __ieee754_log10, which Java's StrictMath.log10 and so
+// Spark use; Go's math.Log10 differs from it in the last digit.
+func log10(x float64) float64 {
+	const (
+		two54     = 1.80143985094819840000e+16
+		ivln10    = 4.34294481903251816668e-01
+		log10_2hi = 3.01029995663611771306e-01
+		log10_2lo = 3.69423907715893078616e-13
+	)
+	bits := math.Float64bits(x)
+	hx := int32(bits >> 32)
+	k := int32(0)
+	switch {
+	case math.IsNaN(x) || x < 0:
+		return math.NaN()
+	case x == 0:
+		return math.Inf(-1)
+	case math.IsInf(x, 1):
+		return x
+	}
+	if hx < 0x00100000 { // subnormal
+		k -= 54
+		x *= two54
+		bits = math.Float64bits(x)
+		hx = int32(bits >> 32)
+	}
+	k += hx>>20 - 1023
+	i := int32(uint32(k) >> 31)
+	hx = hx&0x000fffff | (0x3ff-i)<<20
+	y := float64(k + i)
+	x = math.Float64frombits(uint64(uint32(hx))<<32 | bits&0xffffffff)
+	z := y*log10_2lo + ivln10*math.Log(x)
+	return z + y*log10_2hi
+}
+
+// exp is fdlibm's __ieee754_exp, which Java's StrictMath.exp and so Spark
+// use (Go's math.Exp runs an assembly version on some platforms that can
+// differ in the last digit).
+func exp(x float64) float64 {
+	const (
+		ln2hi  = 6.93147180369123816490e-01
+		ln2lo  = 1.90821492927058770002e-10
+		invln2 = 1.44269504088896338700e+00
+		p1     = 1.66666666666666019037e-01
+		p2     = -2.77777777770155933842e-03
+		p3     = 6.61375632143793436117e-05
+		p4     = -1.65339022054652515390e-06
+		p5     = 4.13813679705723846039e-08
+		over   = 7.09782712893383973096e+02
+		under  = -7.45133219101941108420e+02
+	)
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 1):
+		return x
+	case math.IsInf(x, -1):
+		return 0
+	case x > over:
+		return math.Inf(1)
+	case x < under:
+		return 0
+	case math.Abs(x) < 1.0/(1<<28):
+		return 1 + x
+	}
+	var hi, lo float64
+	k := 0
+	if math.Abs(x) > 0.5*math.Ln2 {
+		if x < 0 {
+			k = int(invln2*x - 0.5)
+		} else {
+			k = int(invln2*x + 0.5)
+		}
+		hi = x - float64(k)*ln2hi
+		lo = float64(k) * ln2lo
+		x = hi - lo
+	}
+	t := x * x
+	c := x - t*(p1+t*(p2+t*(p3+t*(p4+t*p5))))
+	if k == 0 {
+		return 1 - ((x*c)/(c-2) - x)
+	}
+	y := 1 - ((lo - (x*c)/(2-c)) - hi)
+	return math.Ldexp(y, k)
 }
