@@ -35,6 +35,9 @@ func (b *binder) bind(e Expr) (node, error) {
 func (b *binder) bindNode(e Expr) (node, error) {
 	switch e := e.(type) {
 	case *Literal:
+		if _, ok := isInterval(e); ok {
+			return nil, bindErr(e.P, ErrType, "%s can only be added to or subtracted from a date or timestamp", e.Text)
+		}
 		return &constNode{dt: e.Type, val: e.Value}, nil
 	case *ColumnRef:
 		r, err := b.resolve(e)
@@ -66,6 +69,16 @@ func (b *binder) bindNode(e Expr) (node, error) {
 		}
 		return nil, bindErr(e.P, ErrType, "cannot negate %s", describe(e.X, x.dataType()))
 	case *Binary:
+		if iv, ok := isInterval(e.R); ok && (e.Op == OpAdd || e.Op == OpSub) {
+			sign := int64(1)
+			if e.Op == OpSub {
+				sign = -1
+			}
+			return b.bindInterval(e, e.L, iv, sign)
+		}
+		if iv, ok := isInterval(e.L); ok && e.Op == OpAdd {
+			return b.bindInterval(e, e.R, iv, 1)
+		}
 		l, err := b.bind(e.L)
 		if err != nil {
 			return nil, err

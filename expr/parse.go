@@ -492,6 +492,10 @@ func (p *parser) parseAtom() (Expr, error) {
 		case "TRUE", "FALSE":
 			p.next()
 			return &Literal{P: t.pos, Type: arrow.FixedWidthTypes.Boolean, Value: up == "TRUE", Text: up}, nil
+		case "INTERVAL":
+			if p.startsInterval() {
+				return p.parseInterval()
+			}
 		case "CASE":
 			return p.parseCase()
 		case "CAST":

@@ -23,6 +23,7 @@ var sqlSyntax = []struct{ form, doc string }{
 	{"`'text'`, `\"text\"`", "STRING; a doubled quote stands for one; backslashes are not escapes (except in LIKE patterns)"},
 	{"`DATE '2024-01-31'`, `TIMESTAMP '2024-01-31 10:00:00[.ffffff][zone]'`, `TIMESTAMP_NTZ '...'`", "typed literals; a timestamp without zone is UTC"},
 	{"`TRUE`, `FALSE`, `NULL`", "boolean and NULL literals"},
+	{"`INTERVAL 30 DAYS`, `INTERVAL '1' MONTH`, `INTERVAL 1 DAY 2 HOURS`", "interval literals (YEAR, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND; year-month and day-time fields do not mix), only added to or subtracted from a date or timestamp: months first, the day cut to the end of a shorter month; a date stays a date unless the interval has a time part"},
 	{"`OR`, `AND`, `NOT`", "three-valued logic, lowest precedence first"},
 	{"`=` `==` `<>` `!=` `<` `<=` `>` `>=` `<=>`", "comparisons; `<=>` is NULL-safe equality"},
 	{"`IS [NOT] NULL`, `IS [NOT] TRUE/FALSE`, `[NOT] IN (...)`, `[NOT] BETWEEN a AND b`", "predicates"},

@@ -56,6 +56,8 @@ var exprSamples = []string{
 	"rpad(s, 20, '')", "split_part(s, '', 1)", "regexp_extract(s, 'z(x)?')", "concat_ws(',')", "replace(s, '', 'x')",
 	"initcap('hELLO wORLD  x')", "round(-2.5)", "bround(-0.5D)", "round(CAST(1.005 AS FLOAT), 2)", "greatest(CAST('NaN' AS DOUBLE), x)",
 	"ceil(1e30)", "round(1.23456789e300, -299)", "date_trunc('DAY', d)", "datediff(ts, d)", "hour(d)",
+	"ts - INTERVAL 30 DAYS", "ts + INTERVAL '1' MONTH", "d + INTERVAL 1 MONTH", "INTERVAL 1 WEEK + d", "d - INTERVAL 2 HOURS",
+	"ts - INTERVAL -1 YEAR", "ts + INTERVAL 1 DAY 2 HOURS 3 MINUTES 4 SECONDS", "ts - INTERVAL 2 YEARS 3 MONTHS",
 	"d + 1", "d - n", "date_format(ts, 'D')", "ts >= date_sub(DATE '2024-03-30', 30)",
 	"greatest(n, id, 3)", "least(x, dec, n)", "greatest(s, t)",
 	"if(n > 0, 'pos', 'other')", "nvl2(s, 1, 2)", "nvl(s, 'none')", "ifnull(n, -1)", "nullif(id, 1)", "coalesce(s, t)",
