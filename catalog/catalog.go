@@ -137,7 +137,8 @@ func (c *Catalog) Close() error {
 	return err
 }
 
-// LoadTable loads the table called name ("ns.tbl"). An unknown table or
+// LoadTable loads the table called name ("ns.tbl", or "catalog.ns.tbl" with
+// this catalog's name: see Resolve). An unknown table or
 // namespace is an error wrapping ErrNoSuchTable or ErrNoSuchNamespace that
 // names it.
 func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, error) {
@@ -154,6 +155,10 @@ func (c *Catalog) LoadTable(ctx context.Context, name string) (*table.Table, err
 // the catalog's current metadata location; when it is the one of the last
 // load through c, the table is not parsed again (see tableCache).
 func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	ident, rerr := c.Resolve(ident) // catalog.ns.table, as in Spark
+	if rerr != nil {
+		return nil, rerr
+	}
 	name := FormatName(ident)
 	loc, known := c.currentLocation(ctx, ident)
 	if known {

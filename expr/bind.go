@@ -17,6 +17,7 @@ type binder struct {
 	schema *arrow.Schema
 	opts   options
 	used   map[int]bool
+	now    int64 // microseconds; see nowMicros
 }
 
 func bindErr(pos int, kind error, format string, args ...any) *BindError {
@@ -34,6 +35,9 @@ func (b *binder) bind(e Expr) (node, error) {
 func (b *binder) bindNode(e Expr) (node, error) {
 	switch e := e.(type) {
 	case *Literal:
+		if _, ok := isInterval(e); ok {
+			return nil, bindErr(e.P, ErrType, "%s can only be added to or subtracted from a date or timestamp", e.Text)
+		}
 		return &constNode{dt: e.Type, val: e.Value}, nil
 	case *ColumnRef:
 		r, err := b.resolve(e)
@@ -65,6 +69,16 @@ func (b *binder) bindNode(e Expr) (node, error) {
 		}
 		return nil, bindErr(e.P, ErrType, "cannot negate %s", describe(e.X, x.dataType()))
 	case *Binary:
+		if iv, ok := isInterval(e.R); ok && (e.Op == OpAdd || e.Op == OpSub) {
+			sign := int64(1)
+			if e.Op == OpSub {
+				sign = -1
+			}
+			return b.bindInterval(e, e.L, iv, sign)
+		}
+		if iv, ok := isInterval(e.L); ok && e.Op == OpAdd {
+			return b.bindInterval(e, e.R, iv, 1)
+		}
 		l, err := b.bind(e.L)
 		if err != nil {
 			return nil, err
@@ -239,7 +253,7 @@ func (b *binder) castTo(x node, to arrow.DataType, src Expr) (node, error) {
 }
 
 func kindOf(err error) error {
-	for _, k := range []error{ErrOverflow, ErrInvalidCast, ErrDivideByZero} {
+	for _, k := range []error{ErrOverflow, ErrInvalidCast, ErrDivideByZero, ErrInvalidArgument} {
 		if errors.Is(err, k) {
 			return k
 		}
@@ -423,6 +437,9 @@ func alignDecimalConst(l, r node) (node, node) {
 func (b *binder) arith(e *Binary, l, r node) (node, error) {
 	lt, rt := l.dataType(), r.dataType()
 	fl, fr := familyOf(lt), familyOf(rt)
+	if n, ok, err := b.dateArith(e, l, r); ok {
+		return n, err
+	}
 	if !(isNumeric(lt) || fl == famNull) || !(isNumeric(rt) || fr == famNull) {
 		return nil, bindErr(e.OpPos, ErrType, "cannot apply %q to %s and %s", e.Op.String(), describe(e.L, lt), describe(e.R, rt))
 	}
@@ -684,6 +701,9 @@ func (b *binder) call(e *Call) (node, error) {
 			return nil, err
 		}
 		args[i] = n
+	}
+	if f, ok := builtinByName[e.Name]; ok && f.bind != nil {
+		return f.bind(b, e, args)
 	}
 	switch e.Name {
 	case "COALESCE", "IFNULL":

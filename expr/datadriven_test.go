@@ -180,7 +180,9 @@ func renderMerge(m *Merge) string {
 	if m.TargetAlias != "" {
 		fmt.Fprintf(&b, " AS %s", m.TargetAlias)
 	}
-	if m.Source.Table != nil {
+	if m.Source.Query != nil {
+		fmt.Fprintf(&b, "\nsource: query %s", m.Source.Query)
+	} else if m.Source.Table != nil {
 		fmt.Fprintf(&b, "\nsource: table %s", quoteName(m.Source.Table))
 	} else {
 		fmt.Fprintf(&b, "\nsource: path %q", m.Source.Path)

@@ -20,12 +20,17 @@
 //   - Operators from low to high precedence: OR; AND; NOT; comparisons
 //     = == <> != < <= > >= <=>, IS [NOT] NULL, IS [NOT] TRUE|FALSE,
 //     [NOT] IN (...), [NOT] BETWEEN a AND b, [NOT] LIKE 'pattern' (% and _,
-//     backslash escapes); || (concatenation); + -; * / %; unary -.
+//     backslash escapes), [NOT] RLIKE|REGEXP 'regexp'; || (concatenation);
+//     binary + and -; * / %; unary -; x::type (a cast, binding tightest).
 //   - CASE WHEN ... THEN ... [ELSE ...] END, CASE x WHEN v THEN ... END,
-//     CAST(x AS type) with BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT,
-//     DOUBLE, DECIMAL(p,s), STRING, BINARY, DATE, TIMESTAMP, TIMESTAMP_NTZ.
-//   - Functions COALESCE, NULLIF, IFNULL (NVL), LOWER, UPPER, LENGTH, TRIM,
-//     ABS, CONCAT.
+//     CAST(x AS type) with Spark's type names: BOOLEAN, TINYINT, SMALLINT,
+//     INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), STRING, VARCHAR(n), CHAR(n),
+//     BINARY, DATE, TIMESTAMP (with zone, as in Spark), TIMESTAMP_NTZ.
+//   - Spark's common scalar functions: conditional (COALESCE, IF, NVL2,
+//     ...), string (SUBSTRING, REGEXP_REPLACE, ...), date/time (YEAR,
+//     DATE_SUB, DATE_TRUNC, TO_DATE, ...) and math (ROUND, PMOD, ...).
+//     Functions lists them; docs/sql.md is rendered from that list by
+//     Reference.
 //
 // # Semantics
 //

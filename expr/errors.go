@@ -43,6 +43,11 @@ var (
 	// type, such as CAST('abc' AS INT). It comes wrapped in an *EvalError,
 	// or in a *BindError when the value is a literal.
 	ErrInvalidCast = errors.New("invalid cast")
+	// ErrInvalidArgument marks a function argument whose value the function
+	// cannot take, such as make_date(2024, 13, 1) or a string that does not
+	// match to_date's pattern. It comes wrapped in an *EvalError, or in a
+	// *BindError when the argument is a constant.
+	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrSchemaMismatch marks a record batch whose schema does not match the
 	// schema a Program was compiled against.
 	ErrSchemaMismatch = errors.New("schema mismatch")

@@ -47,6 +47,8 @@ func fallible(n node) bool {
 		return familyOf(n.dataType()) == famInt || fallible(n.x)
 	case *funcNode:
 		return n.name == "ABS" && familyOf(n.dt) == famInt || anyFallible(n.args)
+	case *rowFunc:
+		return !n.pure || anyFallible(n.args)
 	}
 	return anyFallible(n.kids())
 }

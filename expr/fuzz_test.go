@@ -30,7 +30,7 @@ import (
 // datadriven scripts in testdata.
 
 var exprSentinels = []error{expr.ErrSyntax, expr.ErrUnknownColumn, expr.ErrAmbiguousColumn, expr.ErrType,
-	expr.ErrUnsupported, expr.ErrDivideByZero, expr.ErrOverflow, expr.ErrInvalidCast, expr.ErrSchemaMismatch}
+	expr.ErrUnsupported, expr.ErrDivideByZero, expr.ErrOverflow, expr.ErrInvalidCast, expr.ErrSchemaMismatch, expr.ErrInvalidArgument}
 
 func checkExprErr(t *testing.T, what, src string, err error) {
 	t.Helper()

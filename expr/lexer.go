@@ -117,7 +117,7 @@ func lex(src string) ([]token, error) {
 			toks = append(toks, tok)
 		default:
 			op := ""
-			for _, cand := range []string{"<=>", "<>", "<=", ">=", "!=", "==", "||"} {
+			for _, cand := range []string{"<=>", "<>", "<=", ">=", "!=", "==", "||", "::"} {
 				if strings.HasPrefix(src[i:], cand) {
 					op = cand
 					break

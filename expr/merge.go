@@ -22,12 +22,14 @@ type Merge struct {
 	Clauses []MergeClause
 }
 
-// MergeSource is the USING part of a MERGE: either a table (Table set) or
-// a file path given as a string literal (Path set).
+// MergeSource is the USING part of a MERGE: a table (Table set), a file
+// path given as a string literal (Path set), or a subquery over one table
+// (Query set; Table and Path are empty).
 type MergeSource struct {
 	Pos   int
 	Table []string
 	Path  string
+	Query *Select
 }
 
 // MatchKind says which rows a MERGE clause applies to.
@@ -81,7 +83,7 @@ type MergeClause struct {
 
 // ParseMerge parses a MERGE INTO statement:
 //
-//	MERGE INTO <table> [[AS] t] USING <table | 'path'> [[AS] s] ON <expr>
+//	MERGE INTO <table> [[AS] t] USING <table | 'path' | (SELECT ...)> [[AS] s] ON <expr>
 //	WHEN MATCHED [AND <cond>] THEN DELETE | UPDATE SET * | UPDATE SET a = e, ...
 //	WHEN NOT MATCHED [BY TARGET] [AND <cond>] THEN INSERT * | INSERT (cols) VALUES (exprs)
 //	WHEN NOT MATCHED BY SOURCE [AND <cond>] THEN DELETE | UPDATE SET a = e, ...
@@ -90,7 +92,9 @@ type MergeClause struct {
 // malformed syntax, it rejects with a *SyntaxError: statements without a
 // WHEN clause, a clause that can never run because an earlier clause of the
 // same kind has no condition, INSERT lists whose column and value counts
-// differ, and columns listed or assigned twice.
+// differ, and columns listed or assigned twice. A subquery source is
+// SELECT * | expr [[AS] name], ... FROM <table> [[AS] alias] [WHERE <expr>]:
+// one table, no joins, grouping, ordering or nested subqueries.
 func ParseMerge(sql string) (*Merge, error) {
 	p, err := newParser(sql)
 	if err != nil {
@@ -125,8 +129,16 @@ func ParseMerge(sql string) (*Merge, error) {
 		if m.Source.Table, err = p.parseTableName(); err != nil {
 			return nil, err
 		}
+	case src.kind == tOp && src.text == "(":
+		p.next()
+		if m.Source.Query, err = p.parseSelect(); err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, p.expected("a source table name or a quoted file path")
+		return nil, p.expected("a source table name, a (SELECT ...) subquery or a quoted file path")
 	}
 	if m.SourceAlias, err = p.parseAlias("ON"); err != nil {
 		return nil, err
@@ -323,7 +335,9 @@ func (m *Merge) String() string {
 		b.WriteString(" AS " + QuoteIdent(m.TargetAlias))
 	}
 	b.WriteString(" USING ")
-	if m.Source.Table != nil {
+	if m.Source.Query != nil {
+		b.WriteString("(" + m.Source.Query.String() + ")")
+	} else if m.Source.Table != nil {
 		b.WriteString(quoteName(m.Source.Table))
 	} else {
 		b.WriteString(quoteString(m.Source.Path))

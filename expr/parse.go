@@ -18,23 +18,6 @@ var reserved = map[string]bool{
 	"ELSE": true, "END": true, "CAST": true,
 }
 
-// funcArity gives the argument counts of the built-in functions: min, max
-// (-1 = unbounded).
-var funcArity = map[string][2]int{
-	"COALESCE": {1, -1},
-	"NULLIF":   {2, 2},
-	"IFNULL":   {2, 2},
-	"LOWER":    {1, 1},
-	"UPPER":    {1, 1},
-	"LENGTH":   {1, 1},
-	"TRIM":     {1, 1},
-	"ABS":      {1, 1},
-	"CONCAT":   {1, -1},
-}
-
-// funcAlias maps accepted spellings to canonical function names.
-var funcAlias = map[string]string{"NVL": "IFNULL", "LCASE": "LOWER", "UCASE": "UPPER", "CHAR_LENGTH": "LENGTH"}
-
 // Assignment is one `column = expression` of a SET list.
 type Assignment struct {
 	Column *ColumnRef
@@ -305,7 +288,8 @@ func (p *parser) parsePredicate() (Expr, error) {
 		neg := false
 		if p.isKeyword(t, "NOT") {
 			n := p.peekAt(1)
-			if !p.isKeyword(n, "IN") && !p.isKeyword(n, "BETWEEN") && !p.isKeyword(n, "LIKE") {
+			if !p.isKeyword(n, "IN") && !p.isKeyword(n, "BETWEEN") && !p.isKeyword(n, "LIKE") &&
+				!p.isKeyword(n, "RLIKE") && !p.isKeyword(n, "REGEXP") {
 				return l, nil
 			}
 			p.next()
@@ -353,6 +337,16 @@ func (p *parser) parsePredicate() (Expr, error) {
 				return nil, err
 			}
 			l = &Like{OpPos: t.pos, X: l, Pattern: pat, Not: neg}
+		case p.acceptKeyword("RLIKE") || p.acceptKeyword("REGEXP"):
+			// NB: x RLIKE p is the call RLIKE(x, p), and renders as one.
+			pat, err := p.parseConcat()
+			if err != nil {
+				return nil, err
+			}
+			l = &Call{P: t.pos, Name: "RLIKE", Args: []Expr{l, pat}}
+			if neg {
+				l = &Unary{P: t.pos, Op: OpNot, X: l}
+			}
 		default:
 			return l, nil
 		}
@@ -426,7 +420,11 @@ func (p *parser) parseUnary() (Expr, error) {
 			// NB: fold the sign into the literal so that -2147483648 is an INT
 			// and -9223372036854775808 a BIGINT, as in Spark.
 			p.next()
-			return numberLiteral(p.src, n, t.pos)
+			lit, err := numberLiteral(p.src, n, t.pos)
+			if err != nil {
+				return nil, err
+			}
+			return p.parseCasts(lit)
 		}
 		x, err := p.parseUnary()
 		if err != nil {
@@ -440,7 +438,29 @@ func (p *parser) parseUnary() (Expr, error) {
 	return p.parsePrimary()
 }
 
+// parsePrimary parses a primary expression and the `::type` casts after
+// it (Spark's x::type, binding tighter than any operator).
 func (p *parser) parsePrimary() (Expr, error) {
+	x, err := p.parseAtom()
+	if err != nil {
+		return nil, err
+	}
+	return p.parseCasts(x)
+}
+
+func (p *parser) parseCasts(x Expr) (Expr, error) {
+	for p.atOp("::") {
+		t := p.next()
+		dt, err := p.parseType()
+		if err != nil {
+			return nil, err
+		}
+		x = &Cast{P: t.pos, X: x, To: dt}
+	}
+	return x, nil
+}
+
+func (p *parser) parseAtom() (Expr, error) {
 	t := p.peek()
 	switch t.kind {
 	case tNumber:
@@ -472,6 +492,10 @@ func (p *parser) parsePrimary() (Expr, error) {
 		case "TRUE", "FALSE":
 			p.next()
 			return &Literal{P: t.pos, Type: arrow.FixedWidthTypes.Boolean, Value: up == "TRUE", Text: up}, nil
+		case "INTERVAL":
+			if p.startsInterval() {
+				return p.parseInterval()
+			}
 		case "CASE":
 			return p.parseCase()
 		case "CAST":
@@ -490,6 +514,13 @@ func (p *parser) parsePrimary() (Expr, error) {
 		}
 		if n := p.peekAt(1); n.kind == tOp && n.text == "(" {
 			return p.parseCall()
+		}
+		if up == "CURRENT_DATE" || up == "CURRENT_TIMESTAMP" {
+			// Spark's niladic forms, without parentheses
+			if n := p.peekAt(1); !(n.kind == tOp && n.text == ".") {
+				p.next()
+				return &Call{P: t.pos, Name: up}, nil
+			}
 		}
 		if reserved[up] {
 			return nil, p.expected("an expression")
@@ -522,15 +553,12 @@ func (p *parser) parseColumnName() (*ColumnRef, error) {
 
 func (p *parser) parseCall() (Expr, error) {
 	t := p.next()
-	name := strings.ToUpper(t.text)
-	if a, ok := funcAlias[name]; ok {
-		name = a
-	}
-	arity, ok := funcArity[name]
+	f, ok := lookupBuiltin(t.text)
 	if !ok {
-		return nil, &SyntaxError{Pos: t.pos, Msg: fmt.Sprintf("unknown function %s; known functions are %s",
-			t.text, knownFunctions()), kind: ErrUnknownFunction}
+		return nil, &SyntaxError{Pos: t.pos, Msg: unknownFunction(t.text), kind: ErrUnknownFunction}
 	}
+	name := f.Name
+	arity := [2]int{f.MinArgs, f.MaxArgs}
 	p.next() // (
 	var args []Expr
 	if !p.atOp(")") {
@@ -560,11 +588,6 @@ func (p *parser) parseCall() (Expr, error) {
 			name, want, len(args)), kind: ErrArgCount}
 	}
 	return &Call{P: t.pos, Name: name, Args: args}, nil
-}
-
-func knownFunctions() string {
-	names := []string{"ABS", "COALESCE", "CONCAT", "IFNULL", "LENGTH", "LOWER", "NULLIF", "NVL", "TRIM", "UPPER"}
-	return strings.Join(names, ", ")
 }
 
 func (p *parser) parseCase() (Expr, error) {
@@ -632,6 +655,45 @@ func (p *parser) parseCast() (Expr, error) {
 	return &Cast{P: t.pos, X: x, To: dt}, nil
 }
 
+// castType is a type name CAST accepts (docs/sql.md lists them).
+type castType struct {
+	names []string // the first is the one messages use
+	param string   // the parameters it takes, as documented
+	dt    arrow.DataType
+	doc   string
+}
+
+var castTypes = []castType{
+	{names: []string{"BOOLEAN", "BOOL"}, dt: arrow.FixedWidthTypes.Boolean, doc: "true or false"},
+	{names: []string{"TINYINT", "BYTE"}, dt: arrow.PrimitiveTypes.Int8, doc: "8-bit integer (stored as an Iceberg int)"},
+	{names: []string{"SMALLINT", "SHORT"}, dt: arrow.PrimitiveTypes.Int16, doc: "16-bit integer (stored as an Iceberg int)"},
+	{names: []string{"INT", "INTEGER"}, dt: arrow.PrimitiveTypes.Int32, doc: "32-bit integer"},
+	{names: []string{"BIGINT", "LONG"}, dt: arrow.PrimitiveTypes.Int64, doc: "64-bit integer"},
+	{names: []string{"FLOAT", "REAL"}, dt: arrow.PrimitiveTypes.Float32, doc: "32-bit floating point"},
+	{names: []string{"DOUBLE"}, dt: arrow.PrimitiveTypes.Float64, doc: "64-bit floating point"},
+	{names: []string{"DECIMAL", "DEC", "NUMERIC"}, param: "[(p[, s])]", dt: &arrow.Decimal128Type{Precision: 10, Scale: 0},
+		doc: "exact decimal of precision p (1 to 38, 10 by default) and scale s (0 by default)"},
+	{names: []string{"STRING", "TEXT"}, dt: arrow.BinaryTypes.String, doc: "UTF-8 text"},
+	{names: []string{"VARCHAR", "CHAR"}, param: "[(n)]", dt: arrow.BinaryTypes.String, doc: "STRING, as Spark casts to them (the length is not enforced)"},
+	{names: []string{"BINARY"}, dt: arrow.BinaryTypes.Binary, doc: "bytes"},
+	{names: []string{"DATE"}, dt: arrow.FixedWidthTypes.Date32, doc: "calendar date"},
+	{names: []string{"TIMESTAMP", "TIMESTAMP_LTZ"}, dt: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+		doc: "instant with time zone (Iceberg timestamptz), as in Spark SQL; shown in UTC"},
+	{names: []string{"TIMESTAMP_NTZ"}, dt: &arrow.TimestampType{Unit: arrow.Microsecond}, doc: "wall-clock time without zone (Iceberg timestamp)"},
+}
+
+func lookupCastType(name string) (*castType, bool) {
+	up := strings.ToUpper(name)
+	for i := range castTypes {
+		for _, n := range castTypes[i].names {
+			if n == up {
+				return &castTypes[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
 // parseType parses a SQL type name for CAST.
 func (p *parser) parseType() (arrow.DataType, error) {
 	t := p.peek()
@@ -639,24 +701,16 @@ func (p *parser) parseType() (arrow.DataType, error) {
 		return nil, p.expected("a type name")
 	}
 	p.next()
-	switch strings.ToUpper(t.text) {
-	case "BOOLEAN", "BOOL":
-		return arrow.FixedWidthTypes.Boolean, nil
-	case "TINYINT", "BYTE":
-		return arrow.PrimitiveTypes.Int8, nil
-	case "SMALLINT", "SHORT":
-		return arrow.PrimitiveTypes.Int16, nil
-	case "INT", "INTEGER":
-		return arrow.PrimitiveTypes.Int32, nil
-	case "BIGINT", "LONG":
-		return arrow.PrimitiveTypes.Int64, nil
-	case "FLOAT", "REAL":
-		return arrow.PrimitiveTypes.Float32, nil
-	case "DOUBLE":
-		return arrow.PrimitiveTypes.Float64, nil
-	case "STRING", "TEXT":
-		return arrow.BinaryTypes.String, nil
-	case "VARCHAR", "CHAR":
+	ct, ok := lookupCastType(t.text)
+	if !ok {
+		names := make([]string, len(castTypes))
+		for i, c := range castTypes {
+			names[i] = c.names[0] + map[string]string{"DECIMAL": "(p,s)", "VARCHAR": "(n)"}[c.names[0]]
+		}
+		return nil, p.errAt(t.pos, fmt.Sprintf("unknown type %s; expected one of %s", t.text, strings.Join(names, ", ")))
+	}
+	switch ct.names[0] {
+	case "VARCHAR":
 		// Spark treats VARCHAR(n)/CHAR(n) casts as STRING.
 		if p.acceptOp("(") {
 			if _, err := p.parseTypeInt(); err != nil {
@@ -666,16 +720,7 @@ func (p *parser) parseType() (arrow.DataType, error) {
 				return nil, err
 			}
 		}
-		return arrow.BinaryTypes.String, nil
-	case "BINARY":
-		return arrow.BinaryTypes.Binary, nil
-	case "DATE":
-		return arrow.FixedWidthTypes.Date32, nil
-	case "TIMESTAMP", "TIMESTAMP_LTZ":
-		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
-	case "TIMESTAMP_NTZ":
-		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
-	case "DECIMAL", "DEC", "NUMERIC":
+	case "DECIMAL":
 		prec, scale := 10, 0
 		if p.acceptOp("(") {
 			pt := p.peek()
@@ -704,7 +749,7 @@ func (p *parser) parseType() (arrow.DataType, error) {
 		}
 		return &arrow.Decimal128Type{Precision: int32(prec), Scale: int32(scale)}, nil
 	}
-	return nil, p.errAt(t.pos, fmt.Sprintf("unknown type %s; expected one of BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), STRING, BINARY, DATE, TIMESTAMP, TIMESTAMP_NTZ", t.text))
+	return ct.dt, nil
 }
 
 func (p *parser) parseTypeInt() (int, error) {

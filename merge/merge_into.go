@@ -27,7 +27,10 @@ type Source struct {
 	// Name is what the source is called when the statement gives it no
 	// alias; "" means the statement's name for it: a table name's last
 	// part, or a file's base name without its extension.
-	Name   string
+	Name string
+	// Schema and Rows are the rows; for a subquery source (USING (SELECT
+	// ... FROM t ...)) those of its table t, which Merge filters and projects
+	// as the subquery says.
 	Schema *arrow.Schema
 	Rows   iter.Seq2[arrow.RecordBatch, error]
 }
@@ -136,11 +139,19 @@ func Merge(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, source S
 	}
 	name := catalog.FormatName(table.Identifier(stmt.Target))
 	fail := func(err error) (*MergeResult, error) { return nil, fmt.Errorf("merge into %s: %w", name, err) }
+	stmt, err := resolveNames(cat, stmt)
+	if err != nil {
+		return fail(err)
+	}
 	if o.DeleteMode == DeleteEquality {
 		return fail(fmt.Errorf("%w: MERGE writes position deletes or deletion vectors, not equality deletes", ErrBadMerge))
 	}
 	if source.Schema == nil || source.Rows == nil {
 		return fail(fmt.Errorf("%w: the source has no schema or rows", ErrBadMerge))
+	}
+	source, err = querySource(ctx, stmt, source)
+	if err != nil {
+		return fail(err)
 	}
 	ident := table.Identifier(stmt.Target)
 	tbl, err := cat.Load(ctx, ident)

@@ -130,19 +130,24 @@ func (ms *mergeScripts) merge(t *testing.T, d *datadriven.TestData) string {
 		res.NumUpdatedRows, res.NumDeletedRows, res.NumInsertedRows, res.NumAffectedRows, res.FilesScanned, res.Mode, res.Committed)
 }
 
-// source resolves the USING relation of stmt.
+// source resolves the USING relation of stmt (for a subquery, the rows of
+// its FROM table, which Merge filters and projects).
 func (ms *mergeScripts) source(t *testing.T, stmt *expr.Merge) merge.Source {
-	if len(stmt.Source.Table) == 1 {
-		rec, ok := ms.sources[stmt.Source.Table[0]]
+	name := stmt.Source.Table
+	if q := stmt.Source.Query; q != nil {
+		name = q.From
+	}
+	if len(name) == 1 {
+		rec, ok := ms.sources[name[0]]
 		if !ok {
-			t.Fatalf("no source %s", stmt.Source.Table[0])
+			t.Fatalf("no source %s", name[0])
 		}
 		return merge.Source{Schema: rec.Schema(), Rows: func(yield func(arrow.RecordBatch, error) bool) {
 			rec.Retain()
 			yield(rec, nil)
 		}}
 	}
-	tbl, err := ms.e.Cat.Load(ms.e.Ctx, table.Identifier(stmt.Source.Table))
+	tbl, err := ms.e.Cat.Load(ms.e.Ctx, table.Identifier(name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,11 @@ import (
 // rowfile.ErrFormat; one that does not exist with fs.ErrNotExist.
 func OpenSource(ctx context.Context, cat *catalog.Catalog, stmt *expr.Merge, target *table.Table) (src Source, closeSource func(), err error) {
 	if stmt.Source.Path == "" {
-		tbl, err := cat.Load(ctx, table.Identifier(stmt.Source.Table))
+		name := stmt.Source.Table
+		if q := stmt.Source.Query; q != nil {
+			name = q.From // Merge applies the subquery to its rows
+		}
+		tbl, err := cat.Load(ctx, table.Identifier(name))
 		if err != nil {
 			return Source{}, nil, err
 		}
