@@ -159,6 +159,9 @@ func (c *Catalog) Load(ctx context.Context, ident table.Identifier) (*table.Tabl
 	if rerr != nil {
 		return nil, rerr
 	}
+	if len(ident) < 2 {
+		return nil, fmt.Errorf("%w: %q: a table name needs a namespace, as in ns.t", ErrNoSuchTable, FormatName(ident))
+	}
 	name := FormatName(ident)
 	loc, known := c.currentLocation(ctx, ident)
 	if known {

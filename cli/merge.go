@@ -90,7 +90,7 @@ properties also when no row changes). On any error nothing is committed.`,
 					c.Source.Path = abs
 					pushStmt = c.String()
 				}
-			} else if st, err := cat.Load(ctx, table.Identifier(stmt.Source.Table)); err == nil {
+			} else if st, err := cat.Load(ctx, table.Identifier(mergeSourceTable(stmt))); err == nil {
 				est = est.Add(pushdown.EstimateRange(st, st.CurrentSnapshot(), nil))
 			}
 			d, pushed, err := a.pushCommand(ctx, push, cat, est, "", pushdown.Job{Kind: pushdown.JobSQL, Output: ident, Branch: branch,
@@ -176,4 +176,13 @@ func (a *app) reportMerge(t tableops.Target, r *merge.MergeResult) error {
 	}
 	a.infof("merge %s: %s (%s), snapshot %d", t, counts, r.Mode, r.SnapshotID)
 	return nil
+}
+
+// mergeSourceTable is the table a MERGE reads: its USING table, or the FROM
+// table of its USING subquery.
+func mergeSourceTable(stmt *expr.Merge) []string {
+	if q := stmt.Source.Query; q != nil {
+		return q.From
+	}
+	return stmt.Source.Table
 }
