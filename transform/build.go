@@ -60,6 +60,7 @@ type build struct {
 	incremental bool
 	reason      string
 	next        state.Build
+	extra       map[string]string // snapshot summary entries set by compute (SetSummary)
 }
 
 // Build runs one build of t: it decides whether the build can be
@@ -170,6 +171,8 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 	if err := t.Compute(cctx); err != nil {
 		return nil, fmt.Errorf("transform %s: %w", t.Name, err)
 	}
+	// Compute may have turned the build into a full rebuild (Rebuild).
+	res.Incremental, res.Reason = b.incremental, b.reason
 	for _, spec := range t.Outputs {
 		o := b.outputs[spec.Name]
 		if err := o.finish(ctx); err != nil {

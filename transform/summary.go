@@ -42,6 +42,9 @@ func (o *Output) summary(extra map[string]string) iceberg.Properties {
 			p[SourceSummaryKey(in.Name, SummarySourceCommittedAt)] = time.UnixMilli(i.head.TimestampMs).UTC().Format(SummaryTimeLayout)
 		}
 	}
+	for k, v := range o.b.extra {
+		p[k] = v
+	}
 	for k, v := range extra {
 		p[k] = v
 	}

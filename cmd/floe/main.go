@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/floedata/floe/cli"
+	// The SQL engine (DuckDB, cgo): only the binary links it.
+	_ "github.com/floedata/floe/sqltx/duckdb"
 )
 
 func main() {
