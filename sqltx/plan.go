@@ -124,6 +124,7 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 	ctes := map[string]bool{}
 	collectCTEs(node, ctes)
 	var bad error
+	at := map[string]int{}
 	walk(node, func(m map[string]any) {
 		if m["type"] != "BASE_TABLE" || bad != nil {
 			return
@@ -143,10 +144,16 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 			return
 		}
 		full := schema + "." + name
+		if old, seen := at[full]; !seen || loc < old {
+			at[full] = loc
+		}
 		if !slices.Contains(p.Tables, full) {
 			p.Tables = append(p.Tables, full)
 		}
 	})
+	// The walk visits objects in map order: order tables as the query
+	// names them.
+	slices.SortStableFunc(p.Tables, func(a, b string) int { return at[a] - at[b] })
 	if bad != nil {
 		return nil, bad
 	}
@@ -289,11 +296,12 @@ func shape(node map[string]any) (string, []fnCall) {
 				reason = fmt.Sprintf("the query has an expression floe does not know to be row-local (%s)", strings.ToLower(c))
 			case c == "FUNCTION":
 				name, _ := m["function_name"].(string)
-				if sch, _ := m["schema"].(string); sch != "" {
+				// Built-in functions live in system.main.
+				if sch, _ := m["schema"].(string); sch != "" && sch != "main" {
 					reason = fmt.Sprintf("the query calls %s.%s, not a built-in function", sch, name)
 					return
 				}
-				if cat, _ := m["catalog"].(string); cat != "" {
+				if cat, _ := m["catalog"].(string); cat != "" && cat != "system" {
 					reason = fmt.Sprintf("the query calls %s.%s, not a built-in function", cat, name)
 					return
 				}

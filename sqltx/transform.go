@@ -69,7 +69,9 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 		outOpts = append(outOpts, transform.Identifier(spec.Keys...))
 	}
 	opts = append(opts, transform.WithOutput("destination", spec.Dst, outOpts...))
-	if rule == RuleRowLocal {
+	if rule != RuleRowLocalAppend {
+		// Deletes and overwrites upstream are changes like any other (the
+		// full rule then gives its own reason).
 		opts = append(opts, transform.WithReadMode(transform.Changelog))
 	}
 	compute := func(ctx *transform.Context) error {
