@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/sqltx"
 	"github.com/floedata/floe/transform"
 )
 
@@ -279,6 +281,14 @@ func (tc TransformConfig) step() (*Step, error) {
 		s.Transform, err = Merge(MergeSpec{Name: tc.Name, Src: tc.Source, Dst: tc.Destination, Keys: tc.Key,
 			Statement: tc.Statement, Branch: tc.Branch, PartitionBy: tc.PartitionBy, Properties: tc.Properties,
 			SemanticVersion: tc.SemanticVersion})
+	case TypeSQL:
+		var plan *sqltx.Plan
+		s.Transform, plan, err = sqltx.New(context.Background(), sqltx.Spec{Name: tc.Name, Query: tc.Query,
+			Dst: tc.Destination, Keys: tc.Key, PartitionBy: tc.PartitionBy, Properties: tc.Properties,
+			SemanticVersion: tc.SemanticVersion})
+		if plan != nil {
+			s.Sources = plan.Tables
+		}
 	case TypeDelta:
 		s.Sources = []string{tc.Path}
 		s.Delta = &DeltaSpec{Name: tc.Name, Path: tc.Path, Dst: tc.Destination, EqualityColumns: tc.EqualityColumns,
