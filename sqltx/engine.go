@@ -36,6 +36,9 @@ type Session interface {
 	// one), replacing an earlier binding of the name. rows is read (and
 	// released) before Bind returns.
 	Bind(ctx context.Context, schema, table string, rows array.RecordReader) error
+	// Check parses and binds a query without running it, so that its
+	// errors point into the query as written.
+	Check(ctx context.Context, sql string) error
 	// Exec runs statements that return no rows.
 	Exec(ctx context.Context, sql string) error
 	// Query runs a query; its rows stay readable until Close.

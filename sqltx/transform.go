@@ -240,6 +240,9 @@ WHERE NOT EXISTS (SELECT 1 FROM __floe_inserted i WHERE %s)`,
 
 // materialize runs query into the temporary table name.
 func (r *run) materialize(name, query string) error {
+	if err := r.s.Check(r.ctx, query); err != nil {
+		return r.queryError(err)
+	}
 	if err := r.s.Exec(r.ctx, "CREATE OR REPLACE TEMP TABLE "+name+" AS "+query); err != nil {
 		return r.queryError(err)
 	}

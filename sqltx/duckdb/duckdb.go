@@ -153,6 +153,15 @@ func plainSchema(s *arrow.Schema) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
+// Check prepares q (parse and bind) and drops the statement.
+func (s *session) Check(ctx context.Context, q string) error {
+	st, err := s.conn.PrepareContext(ctx, q)
+	if err != nil {
+		return engineError(err)
+	}
+	return st.Close()
+}
+
 // Exec runs statements.
 func (s *session) Exec(ctx context.Context, q string) error {
 	if _, err := s.conn.ExecContext(ctx, q); err != nil {
@@ -161,17 +170,34 @@ func (s *session) Exec(ctx context.Context, q string) error {
 	return nil
 }
 
-// engineError strips the driver's wrapping from DuckDB's message.
+// engineError strips the driver's wrapping from DuckDB's message, and
+// the excerpt of floe's own wrapping statements (COPY (query) TO ...,
+// CREATE ... AS query), whose positions would not be the query's.
 func engineError(err error) error {
 	var de *duck.Error
-	if errors.As(err, &de) {
-		return errors.New(de.Msg)
+	if !errors.As(err, &de) {
+		return err
 	}
-	return err
+	lines := strings.Split(de.Msg, "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if strings.HasPrefix(l, "LINE ") {
+			if _, rest, ok := strings.Cut(l, ": "); ok && (strings.HasPrefix(rest, "COPY (") || strings.HasPrefix(rest, "CREATE ")) {
+				i++ // and the caret below it
+				continue
+			}
+		}
+		out = append(out, l)
+	}
+	return errors.New(strings.TrimRight(strings.Join(out, "\n"), "\n"))
 }
 
 // Query writes the result to a Parquet file of the session and streams it.
 func (s *session) Query(ctx context.Context, q string) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error], error) {
+	if err := s.Check(ctx, q); err != nil {
+		return nil, nil, err
+	}
 	p := s.path("out")
 	if err := s.Exec(ctx, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", q, literal(p))); err != nil {
 		return nil, nil, err
