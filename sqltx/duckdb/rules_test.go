@@ -260,6 +260,15 @@ func TestDuplicateKeys(t *testing.T) {
 	if !errors.Is(err, transform.ErrKeyNotUnique) || !strings.Contains(err.Error(), "2 rows with the key cat=d") {
 		t.Fatalf("error %v", err)
 	}
+	// A NULL key.
+	e.update("src", func(r []any) []any { r[1] = nil; return r }, 4)
+	_, err = e.build(tr)
+	if !errors.Is(err, transform.ErrKeyNotUnique) || !strings.Contains(err.Error(), "1 rows with a NULL key (key cat)") {
+		t.Fatalf("error %v", err)
+	}
+	if after := e.Load("bycat").CurrentSnapshot().SnapshotID; after != before {
+		t.Fatal("something was committed")
+	}
 }
 
 // TestBadQuery: unknown columns and tables are reported with the
