@@ -21,7 +21,7 @@ import (
 type Step struct {
 	// Name is unique in its pipeline.
 	Name string
-	// Type is sync, filter, merge or delta for steps of a file, go for
+	// Type is sync, filter, merge, sql or delta for steps of a file, go for
 	// transforms written in Go.
 	Type string
 	// Every is the step's own schedule (0 = the scheduler's default).
