@@ -16,7 +16,7 @@ import (
 // already holds ("" when none), scanning only the files that may hold
 // them; the comparison runs in the session, so that types of the result
 // and of the table need not be identical.
-func existingKeys(ctx *transform.Context, tbl *table.Table, sch *arrow.Schema, recs []arrow.RecordBatch, keys []string) (string, error) {
+func existingKeys(ctx *transform.Context, sess Session, tbl *table.Table, sch *arrow.Schema, recs []arrow.RecordBatch, keys []string) (string, error) {
 	all := make([]int, len(keys))
 	for i := range all {
 		all[i] = i
@@ -26,12 +26,7 @@ func existingKeys(ctx *transform.Context, tbl *table.Table, sch *arrow.Schema, r
 	if err != nil {
 		return "", err
 	}
-	sess, err := Open(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer sess.Close()
-	if err := sess.Bind(ctx, "", "new_keys", transform.NewRows(sch, func(yield func(arrow.RecordBatch, error) bool) {
+	if err := sess.Bind(ctx, "", "__floe_new_keys", transform.NewRows(sch, func(yield func(arrow.RecordBatch, error) bool) {
 		for _, rec := range recs {
 			rec.Retain()
 			if !yield(rec, nil) {
@@ -41,14 +36,14 @@ func existingKeys(ctx *transform.Context, tbl *table.Table, sch *arrow.Schema, r
 	})); err != nil {
 		return "", err
 	}
-	if err := sess.Bind(ctx, "", "held_keys", transform.NewRows(dsch, seq)); err != nil {
+	if err := sess.Bind(ctx, "", "__floe_held_keys", transform.NewRows(dsch, seq)); err != nil {
 		return "", err
 	}
 	match := make([]string, len(keys))
 	for i, k := range keys {
 		match[i] = fmt.Sprintf("n.%s = h.%s", quoteIdent(k), quoteIdent(k))
 	}
-	rows, err := sess.Strings(ctx, fmt.Sprintf("SELECT %s FROM new_keys n JOIN held_keys h ON %s LIMIT 1",
+	rows, err := sess.Strings(ctx, fmt.Sprintf("SELECT %s FROM __floe_new_keys n JOIN __floe_held_keys h ON %s LIMIT 1",
 		concatKey("n.", keys), strings.Join(match, " AND ")))
 	if err != nil {
 		return "", err

@@ -328,7 +328,7 @@ func (r *run) checkNewKeys() error {
 	if len(recs) == 0 {
 		return nil
 	}
-	found, err := existingKeys(r.ctx, out, sch, recs, r.spec.Keys)
+	found, err := existingKeys(r.ctx, r.s, out, sch, recs, r.spec.Keys)
 	if err != nil {
 		return fmt.Errorf("check the key in %s: %w", r.spec.Dst, err)
 	}

@@ -24,6 +24,7 @@ var modes = []struct {
 }{
 	{"cow", nil},
 	{"mor", iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read", "format-version": "2"}},
+	{"mor-v3", iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read", "format-version": "3"}},
 }
 
 // history applies random inserts, updates and deletes to ns.src.
@@ -133,7 +134,8 @@ func randomQuery(rng *rand.Rand, keyed bool) string {
 }
 
 // TestRandomRowLocal: random row-local queries over random histories of
-// inserts, updates and deletes (copy-on-write and merge-on-read): after
+// inserts, updates and deletes (copy-on-write, merge-on-read with position
+// deletes on v2 and deletion vectors on v3): after
 // every build, incremental from the changes, the destination equals the
 // query recomputed in full on the source's state.
 func TestRandomRowLocal(t *testing.T) {
@@ -141,8 +143,8 @@ func TestRandomRowLocal(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 19))
 	for round := range 6 {
-		mode := modes[round%2]
-		keyed := round < 4
+		mode := modes[round%len(modes)]
+		keyed := round != 4 // one append-only round (inserts only)
 		t.Run(fmt.Sprintf("%d-%s-keyed=%v", round, mode.name, keyed), func(t *testing.T) {
 			e := newEnv(t)
 			e.create("src", srcSchema, []string{"id"}, mode.props)
