@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -247,7 +248,11 @@ func (f *File) Pipeline() (*Pipeline, error) {
 	for _, tc := range f.Transforms {
 		s, err := tc.step()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s:%d: transform %q: %w", ErrInvalidPipeline, f.Path, tc.Line, tc.Name, err)
+			line := tc.Line
+			if l, ok := tc.line["query"]; ok && errors.Is(err, sqltx.ErrInvalidQuery) {
+				line = l // the position in the query follows
+			}
+			return nil, fmt.Errorf("%w: %s:%d: transform %q: %w", ErrInvalidPipeline, f.Path, line, tc.Name, err)
 		}
 		steps = append(steps, s)
 	}

@@ -276,7 +276,7 @@ func (r *run) checkUnique(table, what string) error {
 		return err
 	}
 	if len(rows) == 1 && rows[0][0] != "0" {
-		return fmt.Errorf("%w: %s has %s rows with a NULL key (key %s); nothing committed", transform.ErrKeyNotUnique, what, rows[0][0], strings.Join(r.spec.Keys, ", "))
+		return fmt.Errorf("%w: %s has a NULL key in %s row(s) (key %s); a key must identify one row, nothing committed", transform.ErrKeyNotUnique, what, rows[0][0], strings.Join(r.spec.Keys, ", "))
 	}
 	rows, err = r.s.Strings(r.ctx, fmt.Sprintf("SELECT %s, count(*)::VARCHAR FROM %s GROUP BY ALL HAVING count(*) > 1 LIMIT 1",
 		concatKey("", r.spec.Keys), table))

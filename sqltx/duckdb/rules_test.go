@@ -265,7 +265,7 @@ func TestDuplicateKeys(t *testing.T) {
 	// A NULL key.
 	e.update("src", func(r []any) []any { r[1] = nil; return r }, 4)
 	_, err = e.build(tr)
-	if !errors.Is(err, transform.ErrKeyNotUnique) || !strings.Contains(err.Error(), "1 rows with a NULL key (key cat)") {
+	if !errors.Is(err, transform.ErrKeyNotUnique) || !strings.Contains(err.Error(), "a NULL key in 1 row(s) (key cat)") {
 		t.Fatalf("error %v", err)
 	}
 	if after := e.Load("bycat").CurrentSnapshot().SnapshotID; after != before {
