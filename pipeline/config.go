@@ -65,6 +65,7 @@ const (
 	TypeFilter = "filter"
 	TypeMerge  = "merge"
 	TypeDelta  = "delta"
+	TypeSQL    = "sql"
 	// TypeGo is the type of steps made from transforms written in Go
 	// (FromTransforms); it cannot appear in a file.
 	TypeGo = "go"
@@ -75,6 +76,7 @@ var Types = []struct{ Name, Doc string }{
 	{TypeSync, "Keep `destination` equal to `SELECT columns FROM source WHERE filter`, by key: the first build copies, later builds apply the source's changelog (latest change per key); rows that stop matching the filter are deleted (as `floe sync`)."},
 	{TypeFilter, "Append-only: append the rows added to `source` since the last build that match `filter`, projected to `columns`. An overwrite or delete upstream rebuilds `destination` from the source's current rows."},
 	{TypeMerge, "Run a `MERGE INTO` statement with the changelog of `source` since the last build (latest change per `key`, columns of the source plus `_change_type`, `_change_ordinal`, `_commit_snapshot_id`) as `{changes}` and `destination` as `{destination}`."},
+	{TypeSQL, "Keep `destination` equal to the result of `query`, a SELECT over Iceberg tables named namespace.table (DuckDB's dialect): maintained from the changes when the query is row-local (by `key`, or appended without one), rebuilt in full otherwise, with the reason (docs/sql-transforms.md)."},
 	{TypeDelta, "Sync a Delta Lake table's Change Data Feed at `path` into the Iceberg table `destination`, matching rows on `key`."},
 }
 
@@ -82,21 +84,22 @@ var Types = []struct{ Name, Doc string }{
 // by their doc tags, see File).
 type TransformConfig struct {
 	Name            string            `yaml:"name" doc:"Unique name: letters, digits, _ - and . (it names the transform in logs, metrics, status and the output's floe.transform.name property)." required:"*" example:"active_orders"`
-	Type            string            `yaml:"type" doc:"What the transform does: sync, filter, merge or delta (see Types)." required:"*" example:"sync"`
+	Type            string            `yaml:"type" doc:"What the transform does: sync, filter, merge, sql or delta (see Types)." required:"*" example:"sync"`
 	Source          string            `yaml:"source" doc:"The input Iceberg table, namespace.table." for:"sync,filter,merge" required:"sync,filter,merge" example:"shop.orders"`
 	Branch          string            `yaml:"branch" doc:"Read the source from this branch (default main)." for:"sync,filter,merge" example:"audit"`
 	Path            string            `yaml:"path" doc:"The Delta Lake table: a local folder or a URI." for:"delta" required:"delta" example:"/data/delta/orders"`
 	Destination     string            `yaml:"destination" doc:"The output Iceberg table, namespace.table; created on the first build when missing." required:"*" example:"shop.active_orders"`
-	Key             []string          `yaml:"key" doc:"Key columns, unique in the source (a list, or one comma-separated string). They become the destination's identifier fields." for:"sync,merge,delta" required:"sync,merge,delta" example:"[id]"`
+	Key             []string          `yaml:"key" doc:"Key columns, unique in the source (a list, or one comma-separated string). They become the destination's identifier fields. For sql: columns of the query's result, unique in it; without key a row-local sql query is append-only." for:"sync,merge,delta,sql" required:"sync,merge,delta" example:"[id]"`
 	Filter          string            `yaml:"filter" doc:"SQL predicate the destination's rows match, as in floe's --where." for:"sync,filter" example:"status = 'active'"`
 	Columns         []string          `yaml:"columns" doc:"Columns of the destination, in order (default all). For sync they must include the key." for:"sync,filter" example:"[id, customer, amount]"`
-	PartitionBy     string            `yaml:"partition_by" doc:"Partition spec the destination is created with, as in floe table create --partition-by (used only when floe creates it)." for:"sync,filter,merge" example:"day(ts)"`
+	PartitionBy     string            `yaml:"partition_by" doc:"Partition spec the destination is created with, as in floe table create --partition-by (used only when floe creates it)." for:"sync,filter,merge,sql" example:"day(ts)"`
 	Statement       string            `yaml:"statement" doc:"The MERGE INTO statement; {destination} stands for the destination table and {changes} for the changes." for:"merge" required:"merge" example:"MERGE INTO {destination} AS t USING {changes} AS s ON t.id = s.id WHEN MATCHED AND s._change_type = 'DELETE' THEN DELETE WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s._change_type <> 'DELETE' THEN INSERT *"`
+	Query           string            `yaml:"query" doc:"The SELECT whose result the destination keeps, over Iceberg tables named namespace.table, in DuckDB's SQL dialect (docs/sql-transforms.md)." for:"sql" required:"sql" example:"SELECT id, upper(customer) AS customer, amount * 1.2 AS gross FROM shop.orders WHERE status = 'active'"`
 	EqualityColumns []string          `yaml:"equality_columns" doc:"The old spelling of key for delta: still read, with a warning." for:"delta" example:"[id]"`
 	Every           Duration          `yaml:"every" doc:"Run this transform on this schedule (a Go duration such as 90s, 15m or 2h), overriding floe run --every." example:"15m"`
 	TargetLag       Duration          `yaml:"target_lag" doc:"Schedule by freshness instead of every: floe run builds the transform when its lag (how long the oldest change of its inputs not in its outputs has waited) would pass this, as Snowflake's dynamic tables do. At most one of every and target_lag." example:"15m"`
 	Freshness       Freshness         `yaml:"freshness" doc:"Freshness targets of the outputs: warn_after and error_after, durations. floe status shows an output whose lag passed them as warn or error; floe status --check exits 3 when one passed error_after." example:"{warn_after: 30m, error_after: 2h}"`
-	SemanticVersion int               `yaml:"semantic_version" doc:"Bump it when the logic changed and the destination must be rebuilt in full on the next build." for:"sync,filter,merge" example:"2"`
+	SemanticVersion int               `yaml:"semantic_version" doc:"Bump it when the logic changed and the destination must be rebuilt in full on the next build." for:"sync,filter,merge,sql" example:"2"`
 	Engine          string            `yaml:"engine" doc:"Which engine builds it: local (floe, default), spark (Spark Connect) or auto (Spark when the planned work passes the threshold), as --engine; see docs/spark.md." example:"auto"`
 	Properties      map[string]string `yaml:"properties" doc:"Table properties the destination is created with." example:"{write.delete.mode: merge-on-read}"`
 

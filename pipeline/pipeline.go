@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/pushdown"
+	"github.com/floedata/floe/sqltx"
 	"github.com/floedata/floe/transform"
 )
 
@@ -20,7 +23,7 @@ import (
 type Step struct {
 	// Name is unique in its pipeline.
 	Name string
-	// Type is sync, filter, merge or delta for steps of a file, go for
+	// Type is sync, filter, merge, sql or delta for steps of a file, go for
 	// transforms written in Go.
 	Type string
 	// Every is the step's own schedule (0 = the scheduler's default).
@@ -250,7 +253,11 @@ func (f *File) Pipeline() (*Pipeline, error) {
 	for _, tc := range f.Transforms {
 		s, err := tc.step()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s:%d: transform %q: %w", ErrInvalidPipeline, f.Path, tc.Line, tc.Name, err)
+			line := tc.Line
+			if l, ok := tc.line["query"]; ok && errors.Is(err, sqltx.ErrInvalidQuery) {
+				line = l // the position in the query follows
+			}
+			return nil, fmt.Errorf("%w: %s:%d: transform %q: %w", ErrInvalidPipeline, f.Path, line, tc.Name, err)
 		}
 		steps = append(steps, s)
 	}
@@ -285,6 +292,14 @@ func (tc TransformConfig) step() (*Step, error) {
 		s.Transform, err = Merge(MergeSpec{Name: tc.Name, Src: tc.Source, Dst: tc.Destination, Keys: tc.Key,
 			Statement: tc.Statement, Branch: tc.Branch, PartitionBy: tc.PartitionBy, Properties: tc.Properties,
 			SemanticVersion: tc.SemanticVersion})
+	case TypeSQL:
+		var plan *sqltx.Plan
+		s.Transform, plan, err = sqltx.New(context.Background(), sqltx.Spec{Name: tc.Name, Query: tc.Query,
+			Dst: tc.Destination, Keys: tc.Key, PartitionBy: tc.PartitionBy, Properties: tc.Properties,
+			SemanticVersion: tc.SemanticVersion})
+		if plan != nil {
+			s.Sources = plan.Tables
+		}
 	case TypeDelta:
 		s.Sources = []string{tc.Path}
 		s.Delta = &DeltaSpec{Name: tc.Name, Path: tc.Path, Dst: tc.Destination, EqualityColumns: tc.Key,

@@ -73,6 +73,7 @@ type build struct {
 	reason      string
 	next        state.Build
 	engine      pushdown.Decision
+	extra       map[string]string // snapshot summary entries set by compute (SetSummary)
 }
 
 // Build runs one build of t: it decides whether the build can be
@@ -126,6 +127,8 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 			return nil, fmt.Errorf("transform %s: %w", t.Name, err)
 		}
 	}
+	// Compute may have turned the build into a full rebuild (Rebuild).
+	res.Incremental, res.Reason = b.incremental, b.reason
 	if res.Outputs, err = b.commitOutputs(); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,28 @@ func (c *Context) Output(name string) *Output {
 	return out
 }
 
+// Rebuild turns an incremental build into a full rebuild for reason (the
+// build's Result then says so). Call it before reading any input; it does
+// nothing when the build is already full.
+func (c *Context) Rebuild(reason string) {
+	if !c.b.incremental {
+		return
+	}
+	c.b.incremental, c.b.reason = false, reason
+	for _, in := range c.b.inputs {
+		in.incremental = false
+	}
+}
+
+// SetSummary adds key=value to the snapshot summary of every output commit
+// of this build (set it before writing the outputs).
+func (c *Context) SetSummary(key, value string) {
+	if c.b.extra == nil {
+		c.b.extra = map[string]string{}
+	}
+	c.b.extra[key] = value
+}
+
 // Logger is the build's logger.
 func (c *Context) Logger() *slog.Logger { return c.b.log }
 

@@ -45,6 +45,9 @@ func (o *Output) summary(extra map[string]string) iceberg.Properties {
 	for k, v := range o.b.engine.Summary() {
 		p[k] = v
 	}
+	for k, v := range o.b.extra {
+		p[k] = v
+	}
 	for k, v := range extra {
 		p[k] = v
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/floedata/floe/cli"
 	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/sparkpush"
+	// The SQL engine (DuckDB, cgo): only the binary links it.
+	_ "github.com/floedata/floe/sqltx/duckdb"
 )
 
 func main() {

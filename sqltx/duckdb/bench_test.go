@@ -1,0 +1,143 @@
+//go:build cgo
+
+package duckdb_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+
+	"github.com/floedata/floe/internal/tabletest"
+	"github.com/floedata/floe/sqltx"
+	"github.com/floedata/floe/tableops"
+	"github.com/floedata/floe/transform"
+)
+
+// BenchmarkRowLocal compares an incremental build of a row-local keyed
+// query after an update of 0.1% of the source's rows (one contiguous id
+// range, so one of the source's files) with a full rebuild of the same
+// query, in one run. FLOE_SQL_BENCH_ROWS sets the source's size (default
+// 1M rows, in 10 files of a merge-on-read table; the destination is
+// merge-on-read too).
+//
+//	go test ./sqltx/duckdb -run '^$' -bench RowLocal -benchtime 3x
+func BenchmarkRowLocal(b *testing.B) {
+	n := 1_000_000
+	if s := os.Getenv("FLOE_SQL_BENCH_ROWS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = v
+	}
+	e := &env{Env: tabletest.New(b)}
+	if _, err := e.Create("src", srcSchema, "", []string{"id"}, iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}); err != nil {
+		b.Fatal(err)
+	}
+	tbl := e.Load("src")
+	sch := tabletest.ArrowSchema(tbl)
+	const files = 10
+	for f := range files {
+		lo, hi := f*n/files, (f+1)*n/files
+		if _, err := tableops.Append(e.Ctx, e.Target("src", ""), func() iter.Seq2[arrow.RecordBatch, error] {
+			return genRows(sch, lo, hi)
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q := "SELECT id, upper(cat) AS ucat, amount * 2 AS a2, CASE WHEN amount > 50 THEN 'big' ELSE 'small' END AS size FROM ns.src WHERE flag"
+	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "bench", Query: q, Dst: "ns.dst", Keys: []string{"id"},
+		Properties: map[string]string{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read", "write.merge.mode": "merge-on-read"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := (&transform.Runner{Catalog: e.Cat, Logger: quiet}).Build(e.Ctx, tr); err != nil {
+		b.Fatal(err)
+	}
+	touched := n / 1000
+	round := 0
+	update := func() {
+		round++
+		lo := int64((round * 7919 * touched) % (n - touched))
+		pred := &tableops.Predicate{Columns: []string{"id"}, Match: func(_ context.Context, rec arrow.RecordBatch) ([]bool, error) {
+			a := rec.Column(0).(*array.Int64)
+			out := make([]bool, rec.NumRows())
+			for i := range out {
+				out[i] = a.Value(i) >= lo && a.Value(i) < lo+int64(touched)
+			}
+			return out, nil
+		}}
+		_, err := tableops.Update(e.Ctx, e.Target("src", ""), pred, func(_ context.Context, rec arrow.RecordBatch, keep []bool) (arrow.RecordBatch, error) {
+			var data [][]any
+			for i, k := range keep {
+				if k {
+					r := rowValues(rec, i)
+					r[2] = int64(round % 100)
+					r[3] = round%2 == 0
+					data = append(data, r)
+				}
+			}
+			return tabletest.Record(rec.Schema(), data)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, mode := range []struct {
+		name string
+		full bool
+	}{{"incremental", false}, {"full", true}} {
+		b.Run(fmt.Sprintf("%s/rows=%d/touched=%d", mode.name, n, touched), func(b *testing.B) {
+			r := &transform.Runner{Catalog: e.Cat, Full: mode.full, Logger: quiet}
+			for range b.N {
+				b.StopTimer()
+				update()
+				b.StartTimer()
+				res, err := r.Build(e.Ctx, tr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Incremental == mode.full {
+					b.Fatalf("incremental %v: %s", res.Incremental, res.Reason)
+				}
+			}
+		})
+	}
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// genRows makes the rows with ids [lo, hi) of the benchmark's source.
+func genRows(sch *arrow.Schema, lo, hi int) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		const batch = 64 * 1024
+		for start := lo; start < hi; start += batch {
+			end := min(start+batch, hi)
+			bld := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+			ids := bld.Field(0).(*array.Int64Builder)
+			cat := bld.Field(1).(*array.StringBuilder)
+			amt := bld.Field(2).(*array.Int64Builder)
+			flag := bld.Field(3).(*array.BooleanBuilder)
+			for i := start; i < end; i++ {
+				ids.Append(int64(i))
+				cat.Append([]string{"a", "b", "c"}[i%3])
+				amt.Append(int64(i % 100))
+				flag.Append(i%2 == 0)
+			}
+			rec := bld.NewRecordBatch()
+			bld.Release()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package sqltx
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/transform"
+)
+
+// Query runs query once over the current state of the Iceberg tables it
+// names, read from cat, and returns its rows. Call done after reading them
+// (it frees the engine's session).
+func Query(ctx context.Context, cat *catalog.Catalog, query string) (schema *arrow.Schema, rows iter.Seq2[arrow.RecordBatch, error], done func(), err error) {
+	s, err := Open(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	plan, err := Analyze(ctx, s, query)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, name := range plan.Tables {
+		tbl, err := cat.LoadTable(ctx, name)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("table %s: %w", name, err)
+		}
+		sch, seq, err := scan.Rows(ctx, tbl, scan.Options{})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("table %s: %w", name, err)
+		}
+		ns, tn, err := splitName(name)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := s.Bind(ctx, ns, tn, transform.NewRows(sch, seq)); err != nil {
+			return nil, nil, nil, fmt.Errorf("table %s: %w", name, err)
+		}
+	}
+	schema, rows, err = s.Query(ctx, query)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("query: %w", err)
+	}
+	return schema, rows, func() { s.Close() }, nil
+}
