@@ -21,6 +21,9 @@ it to --output. It needs floe built with cgo (DuckDB).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if !sqltx.Available() {
+				return sqltx.ErrNoEngine
+			}
 			cat, err := a.Catalog(ctx)
 			if err != nil {
 				return err
