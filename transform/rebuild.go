@@ -55,11 +55,39 @@ func fits(have, want *iceberg.Schema) bool {
 	}
 	for _, w := range want.Fields() {
 		h, ok := have.FindFieldByName(w.Name)
-		if !ok || !h.Type.Equals(w.Type) {
+		if !ok || !sameType(h.Type, w.Type) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameType reports whether a and b are the same type but for the field ids
+// of their nested fields (list elements, map keys and values, struct
+// fields): rows read with fresh ids fit a table whose catalog assigned
+// others (a REST catalog reassigns them on create).
+func sameType(a, b iceberg.Type) bool {
+	switch a := a.(type) {
+	case *iceberg.ListType:
+		b, ok := b.(*iceberg.ListType)
+		return ok && a.ElementRequired == b.ElementRequired && sameType(a.Element, b.Element)
+	case *iceberg.MapType:
+		b, ok := b.(*iceberg.MapType)
+		return ok && a.ValueRequired == b.ValueRequired && sameType(a.KeyType, b.KeyType) && sameType(a.ValueType, b.ValueType)
+	case *iceberg.StructType:
+		b, ok := b.(*iceberg.StructType)
+		if !ok || len(a.FieldList) != len(b.FieldList) {
+			return false
+		}
+		for i, f := range a.FieldList {
+			g := b.FieldList[i]
+			if f.Name != g.Name || f.Required != g.Required || !sameType(f.Type, g.Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return a.Equals(b)
 }
 
 // prepare computes one attempt of the rebuild on cur, the freshly loaded
@@ -166,7 +194,7 @@ func (f *refit) stage(tbl *table.Table, tx *table.Transaction) error {
 			u.AddColumn([]string{w.Name}, w.Type, w.Doc, required, nil)
 		default:
 			upd := table.ColumnUpdate{}
-			if !h.Type.Equals(w.Type) {
+			if !sameType(h.Type, w.Type) {
 				upd.FieldType = iceberg.Optional[iceberg.Type]{Valid: true, Val: w.Type}
 			}
 			if h.Required != required {
@@ -201,7 +229,7 @@ func keepsField(have, want *iceberg.Schema, name string) bool {
 	if !ok1 || !ok2 {
 		return false
 	}
-	if h.Type.Equals(w.Type) {
+	if sameType(h.Type, w.Type) {
 		return true
 	}
 	_, err := iceberg.PromoteType(h.Type, w.Type)
