@@ -129,6 +129,10 @@ func (cs *changeSet) reduce(recs []arrow.RecordBatch) (*actionSet, error) {
 		}
 	}
 	set.matched = make([]atomic.Bool, len(st))
+	if err := cs.strict.add(recs, set); err != nil {
+		set.release()
+		return nil, err
+	}
 	return set, nil
 }
 

@@ -84,6 +84,9 @@ type Options struct {
 	// MemoryBudget and TempDir: see WithMemoryBudget and WithTempDir.
 	MemoryBudget int64
 	TempDir      string
+	// InsertsMustBeNew (Apply only) refuses a change that adds a key the
+	// table already holds (see WithInsertsMustBeNew).
+	InsertsMustBeNew bool
 }
 
 // Option sets an Option field.
@@ -284,6 +287,10 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 			}
 		}
 		req := write.Request{Table: tbl, Branch: o.Branch, Mode: mode, InsertFiles: insertFiles, DeleteFiles: deleteFiles, Reuse: reuse}
+		if err := cs.strict.checkTable(ctx, tbl, o.Branch, o.DeleteMode != DeleteEquality); err != nil {
+			own()
+			return nil, err
+		}
 		if o.DeleteMode != DeleteEquality && acts.count() > 0 {
 			req.Filter = acts.filter(tbl.Schema())
 			var err error
@@ -292,7 +299,7 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 				return nil, err
 			}
 			// The batches hold the key columns in key order (MatchColumns).
-			req.Visitor = &write.Visitor{MatchColumns: cs.keyNames, Match: found.match}
+			req.Visitor = &write.Visitor{MatchColumns: cs.keyNames, Match: cs.strict.match(found.match)}
 		}
 		r, err := write.Prepare(ctx, req)
 		if pending != nil {

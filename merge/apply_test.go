@@ -3,6 +3,7 @@ package merge_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,6 +101,24 @@ func TestScripts(t *testing.T) {
 				if v, ok := arg(d, "seq"); ok {
 					opts = append(opts, merge.WithSequenceColumn(v))
 				}
+				if _, ok := arg(d, "strict"); ok {
+					opts = append(opts, merge.WithInsertsMustBeNew())
+				}
+				spilled := ""
+				if v, ok := arg(d, "budget"); ok {
+					// A budget the changes do not fit: they spill (said
+					// after the result, when they did).
+					n, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					opts = append(opts, merge.WithMemoryBudget(n), merge.WithTempDir(t.TempDir()))
+					defer merge.SetSpillHook(func(s, _ int64, _ int) {
+						if s > 0 {
+							spilled = "spilled\n"
+						}
+					})()
+				}
 				if v, ok := arg(d, "delete-mode"); ok {
 					m, err := merge.ParseDeleteMode(v)
 					if err != nil {
@@ -118,9 +137,9 @@ func TestScripts(t *testing.T) {
 				seq := func(yield func(arrow.RecordBatch, error) bool) { rec.Retain(); yield(rec, nil) }
 				res, err := merge.Apply(e.Ctx, e.Cat, e.Target(name, "").Ident, sch, seq, strings.Split(keys, ","), opts...)
 				if err != nil {
-					return "error: " + err.Error() + "\n"
+					return "error: " + dataFilePath.ReplaceAllString(err.Error(), "<file>") + "\n" + spilled
 				}
-				return fmt.Sprintf("upserts=%d deletes=%d matched=%d committed=%t\n", res.Upserts, res.Deletes, res.Matched, res.Committed)
+				return fmt.Sprintf("upserts=%d deletes=%d matched=%d committed=%t\n", res.Upserts, res.Deletes, res.Matched, res.Committed) + spilled
 			case "rows":
 				got, err := e.Rows(e.Load(name), scan.At{})
 				if err != nil {

@@ -58,13 +58,15 @@ type changeSet struct {
 	ordCol   int
 	o        *Options
 	part     *rows.Partitioner
-	n        int64 // change rows read
+	n        int64       // change rows read
+	strict   *strictKeys // WithInsertsMustBeNew; nil: upserts
 }
 
 func (cs *changeSet) release() {
 	if cs.part != nil {
 		cs.part.Close()
 	}
+	cs.strict.release()
 }
 
 // Names of the columns the change set adds to the table's; they are found
@@ -130,7 +132,11 @@ func collect(ctx context.Context, tbl *table.Table, src *arrow.Schema, changes i
 	fields = append(fields, arrow.Field{Name: ordField, Type: arrow.PrimitiveTypes.Int64})
 	cs.schema = arrow.NewSchema(fields, nil)
 	po := rows.PartitionOptions{Budget: o.budget() / 2, TempDir: o.TempDir, Whole: true}
-	if cs.seqCol >= 0 {
+	if o.InsertsMustBeNew {
+		// Whether a change adds a key twice depends on all of the key's
+		// changes: they spill uncombined.
+		cs.strict = newStrictKeys(cs)
+	} else if cs.seqCol >= 0 {
 		// A key's changes collapse to the one that wins: only winners
 		// need to spill, so a key with many changes stays one row per run.
 		po.Combine = cs.combine

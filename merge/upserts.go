@@ -67,7 +67,7 @@ func (cs *changeSet) writeUpserts(ctx context.Context, tbl *table.Table, res *Re
 	for k, c := range cs.keyCols {
 		fields[k] = cs.schema.Field(c)
 	}
-	ks := newKeyStore(arrow.NewSchema(fields, nil), cs.keyNames, cs.o.budget()/2, cs.o.TempDir)
+	ks := newKeyStore(arrow.NewSchema(fields, nil), cs.keyNames, cs.strict.actionKeyBudget(cs.o.budget()/2), cs.o.TempDir)
 	seq := func(yield func(arrow.RecordBatch, error) bool) {
 		for recs, err := range cs.part.Partitions() {
 			if err != nil {

@@ -2,6 +2,7 @@ package deltasync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -63,6 +64,9 @@ func (s *syncer) applyBatch(ctx context.Context, from, to int64) error {
 	}
 	res, err := merge.Apply(ctx, s.cat, s.ident, schema, changes, s.keys,
 		merge.WithSequenceColumn(colCommitVersion),
+		// An insert of a key still in the table is a second row with it in
+		// Delta, not an upsert.
+		merge.WithInsertsMustBeNew(),
 		merge.WithDeleteMode(s.opts.DeleteMode),
 		merge.WithCommitProperties(s.stateProps(to)),
 		merge.WithExpectedProperties(map[string]string{
@@ -75,6 +79,9 @@ func (s *syncer) applyBatch(ctx context.Context, from, to int64) error {
 			"floe.operation":             "delta-sync",
 			"floe.delta.source-versions": fmt.Sprintf("%d-%d", from, to),
 		}))
+	if errors.Is(err, merge.ErrInsertExists) {
+		return fmt.Errorf("%w: sync %s into %s: %w (equality columns must identify one row)", ErrDuplicateKey, where, s.name, err)
+	}
 	if err != nil {
 		return fmt.Errorf("sync %s into %s: %w", where, s.name, err)
 	}

@@ -25,9 +25,13 @@
 //     with ErrUnknownChangeType.
 //   - Keys: the equality columns must be non-NULL (ErrNullKey) and unique
 //     among the live Delta rows. Uniqueness is checked in the migrated
-//     snapshot and within each Delta commit (ErrDuplicateKey); an insert of
-//     a key that an earlier commit inserted and never deleted replaces that
-//     row (an upsert, as Beam's CDC writer does), where Delta would hold two.
+//     snapshot, within each Delta commit, and across commits
+//     (ErrDuplicateKey, with merge.ErrCardinality for the latter): an insert
+//     (or an update that changes a key) of a key that an earlier commit left
+//     in the table, synced before or in the same batch, fails with nothing
+//     committed, since Delta then holds two rows with it (merge's
+//     WithInsertsMustBeNew). Beam's CDC writer upserts such an insert and
+//     keeps one of the two rows.
 //   - Schema: the Delta schema at the end of each batch must match the
 //     Iceberg table (CompareSchemas); Options.EvolveSchema adds new nullable
 //     top-level columns, anything else fails with ErrSchemaMismatch listing
