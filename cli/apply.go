@@ -65,11 +65,7 @@ give several rows one identifier value, so it is refused unless
 			if err != nil {
 				return err
 			}
-			ident, err := catalog.ParseTableName(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			cat, err := a.Catalog(ctx)
+			ident, cat, err := a.tableArg(ctx, args[0])
 			if err != nil {
 				return err
 			}

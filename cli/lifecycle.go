@@ -57,11 +57,7 @@ are never purged.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ident, err := catalog.ParseTableName(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			cat, err := a.Catalog(ctx)
+			ident, cat, err := a.tableArg(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -246,11 +242,7 @@ func tableProperties(a *app) *cobra.Command {
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ident, err := catalog.ParseTableName(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			cat, err := a.Catalog(ctx)
+			ident, cat, err := a.tableArg(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -490,11 +482,7 @@ func tableTag(a *app) *cobra.Command {
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ident, err := catalog.ParseTableName(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			cat, err := a.Catalog(ctx)
+			ident, cat, err := a.tableArg(ctx, args[0])
 			if err != nil {
 				return err
 			}

@@ -28,11 +28,7 @@ files under another table's location or files another table references.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ident, err := catalog.ParseTableName(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			cat, err := a.Catalog(ctx)
+			ident, cat, err := a.tableArg(ctx, args[0])
 			if err != nil {
 				return err
 			}

@@ -175,11 +175,7 @@ remembers the root for later commands.`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ident, err := catalog.ParseTableName(args[0])
-			if err != nil {
-				return usageError{err}
-			}
-			cat, err := a.Catalog(ctx)
+			ident, cat, err := a.tableArg(ctx, args[0])
 			if err != nil {
 				return err
 			}

@@ -767,3 +767,17 @@ func tableCompact(a *app) *cobra.Command {
 	c.Flags().StringVar(&branch, "branch", "", "compact this branch")
 	return c
 }
+
+// tableArg parses arg, a command's NS.T argument (a usage error when it is
+// not a table name), and opens the catalog the command line names.
+func (a *app) tableArg(ctx context.Context, arg string) (table.Identifier, *catalog.Catalog, error) {
+	ident, err := catalog.ParseTableName(arg)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	cat, err := a.Catalog(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ident, cat, nil
+}
