@@ -68,7 +68,7 @@
 package floe
 
 import (
-	"github.com/floedata/floe/transform"
+	"github.com/floedata/floe/internal/transform"
 )
 
 // Transform is a named computation from input tables to output tables,

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/changelog"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // Sizes of the benchmark data sets. The data is generated with fixed

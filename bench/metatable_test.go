@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // TestGenerateMeta generates a small metadata-scale table and checks what

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/internal/rows"
 )
 
 // pairer cancels carry-overs while a snapshot's raw changes are read: the

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/floedata/floe/internal/arrowtest"
-	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/internal/rows"
 )
 
 var pairSchema = arrow.NewSchema([]arrow.Field{

@@ -24,8 +24,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // Change types, as Iceberg names them.

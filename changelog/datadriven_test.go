@@ -16,9 +16,9 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floedata/floe/changelog"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

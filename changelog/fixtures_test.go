@@ -14,9 +14,9 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/changelog"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/testdir"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
 )
 
 // multiset of rendered rows

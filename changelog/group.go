@@ -3,7 +3,7 @@ package changelog
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/internal/rows"
 )
 
 // rowGroups assigns the rows of a partition to groups of equal values in

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floedata/floe/internal/rows"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/rows"
 	"github.com/floedata/floe/tableops"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // errStopped ends the reading of raw changes once the consumer of Rows

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // Range is a resolved changelog range: the snapshots whose changes are

@@ -12,8 +12,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // snapshotFiles are the files one snapshot added and removed.

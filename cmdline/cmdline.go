@@ -26,7 +26,7 @@ import (
 	"path/filepath"
 
 	"github.com/floedata/floe"
-	"github.com/floedata/floe/cli"
+	"github.com/floedata/floe/internal/cli"
 )
 
 // Main runs the command line on os.Args, named after the executable, and

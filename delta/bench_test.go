@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
+	"github.com/floedata/floe/internal/deltatest"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
+	"github.com/floedata/floe/internal/deltatest"
 	"github.com/floedata/floe/internal/testdir"
 )
 

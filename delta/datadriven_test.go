@@ -17,7 +17,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
+	"github.com/floedata/floe/internal/deltatest"
 	"github.com/floedata/floe/internal/testdir"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/write"
 )
 
 // Change types accepted in the change type column.

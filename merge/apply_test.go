@@ -11,10 +11,10 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
 )
 
 func arg(d *datadriven.TestData, key string) (string, bool) {

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/rowfile"
-	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/internal/rowfile"
+	"github.com/floedata/floe/internal/rows"
 )
 
 // DefaultMemoryBudget is the memory Apply and Merge give the change set

@@ -9,9 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
 )
 
 // TestConcurrentApplies: applies racing on one table all commit (retrying

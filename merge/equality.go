@@ -10,9 +10,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/write"
 )
 
 // equalityDeletes writes the equality delete files of the actions: one row

@@ -18,8 +18,8 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/expr"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // fileState is what the join found in one data file (with one set of

@@ -6,7 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/internal/rows"
 )
 
 // keyIndex gives each distinct key of the change rows a slot. A key is

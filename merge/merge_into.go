@@ -13,10 +13,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/expr"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/write"
 )
 
 // Source is the USING side of a MERGE: a stream of rows with its schema.

@@ -15,9 +15,9 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

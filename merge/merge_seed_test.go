@@ -12,11 +12,11 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/changelog"
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
 )
 
 // seedMerge is the MERGE of the seeds' native-changelog filter example

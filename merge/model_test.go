@@ -17,10 +17,10 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/changelog"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/expr"
-	"github.com/floedata/floe/rowfile"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/rowfile"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // OpenSource opens the USING relation of a MERGE INTO statement for Merge:

@@ -12,10 +12,10 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/scan"
 )
 
 // TestRetry makes another writer commit between a merge's first attempt

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/floedata/floe/rowfile"
+	"github.com/floedata/floe/internal/rowfile"
 )
 
 // TestSourceFileSchema: the schema a MERGE source file is read with.

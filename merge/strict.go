@@ -12,10 +12,10 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floedata/floe/internal/rows"
 	"github.com/floedata/floe/internal/safe"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/write"
 )
 
 // ErrInsertExists is wrapped (with ErrCardinality) when, with

@@ -14,9 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/write"
 )
 
 // writeUpserts reduces the change set to one action per key and writes the

@@ -12,8 +12,8 @@ import (
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/delta/deltasync"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/transform"
 )
 
 // DeltaSpec describes a delta step: sync the Delta Lake table at Path

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/transform"
 )
 
 // FilterSpec describes an append-only filter: append to Dst the rows added

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/state"
+	"github.com/floedata/floe/internal/state"
 )
 
 // Freshness levels of an output, from its lag and its transform's targets.

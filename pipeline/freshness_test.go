@@ -13,9 +13,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
+	"github.com/floedata/floe/internal/deltatest"
+	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/pipeline"
-	"github.com/floedata/floe/state"
 )
 
 // deltaSource is a Delta table whose commits a test stamps with known

@@ -12,9 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/transform"
 )
 
 // MergeSpec describes a merge transform: run Statement, a MERGE INTO with

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/internal/commit"
 )
 
 // Metrics are the Prometheus metrics of pipeline runs. Build them with

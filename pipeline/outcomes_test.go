@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/pipeline"
-	"github.com/floedata/floe/transform"
 )
 
 // racedTransform copies ns.src into ns.out; in the build where race is

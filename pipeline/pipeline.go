@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/sqltx"
-	"github.com/floedata/floe/transform"
 )
 
 // Step is one named unit of a pipeline: an incremental transform, or a

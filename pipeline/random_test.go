@@ -13,8 +13,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/pipeline"
-	"github.com/floedata/floe/state"
 )
 
 // randomSeed is FLOE_SEED when set (to replay a failure), else the time.

@@ -12,11 +12,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/state"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/tableops"
-	"github.com/floedata/floe/transform"
 )
 
 // Outcome kinds: what one run of a step did.

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/floedata/floe/delta/deltasync"
+	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/internal/testdir"
 	"github.com/floedata/floe/pipeline"
-	"github.com/floedata/floe/state"
 )
 
 const shopPipeline = `

@@ -12,10 +12,10 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/internal/state"
+	"github.com/floedata/floe/internal/transform"
+	"github.com/floedata/floe/internal/write"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/state"
-	"github.com/floedata/floe/transform"
-	"github.com/floedata/floe/write"
 )
 
 // InputStatus is one input of an output's status. Times are commit times

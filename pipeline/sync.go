@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/transform"
 )
 
 // SyncSpec describes the seeds' CDC transform: keep Dst equal to

@@ -24,7 +24,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/state"
+	"github.com/floedata/floe/internal/state"
 )
 
 // Kind is how the engine of a build is chosen.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/cli"
+	"github.com/floedata/floe/internal/cli"
 	"github.com/floedata/floe/pushdown"
 )
 

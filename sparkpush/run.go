@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/write"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/write"
 )
 
 // stagePrefix starts the names of staging branches:

@@ -7,9 +7,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/transform"
 )
 
 // existingKeys returns one key of recs (columns = keys) that the table tbl

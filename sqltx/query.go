@@ -8,8 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/transform"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/transform"
 )
 
 // Query runs query once over the current state of the Iceberg tables it

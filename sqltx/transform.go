@@ -11,7 +11,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/changelog"
-	"github.com/floedata/floe/transform"
+	"github.com/floedata/floe/internal/transform"
 )
 
 // Spec describes a SQL transform: keep Dst equal to the result of Query.

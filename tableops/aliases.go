@@ -1,9 +1,9 @@
 package tableops
 
 import (
-	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/ddl"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/ddl"
+	"github.com/floedata/floe/internal/write"
 )
 
 // CommitOutcome is what the commit of a table operation did (AlterTable): whether

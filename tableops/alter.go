@@ -11,8 +11,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/ddl"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/ddl"
 )
 
 // Alter is one schema and partition evolution of a table, committed as one

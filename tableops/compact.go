@@ -7,8 +7,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/write"
 )
 
 // Compact rewrites every data file of the branch head with its delete

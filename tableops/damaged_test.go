@@ -20,10 +20,10 @@ import (
 
 	"github.com/floedata/floe/changelog"
 	"github.com/floedata/floe/internal/pqdamage"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/internal/testdir"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

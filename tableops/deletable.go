@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/internal/commit"
 )
 
 // This file decides which files a table operation that deletes (drop

@@ -12,8 +12,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/state"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/state"
 )
 
 // ExpireOptions configure ExpireSnapshots, as Spark's expire_snapshots

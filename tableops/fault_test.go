@@ -12,8 +12,8 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/internal/faultfs"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

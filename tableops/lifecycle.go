@@ -14,8 +14,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/write"
 )
 
 // ErrRefused is wrapped by the errors of lifecycle operations that would

@@ -13,9 +13,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/ddl"
+	"github.com/floedata/floe/internal/ddl"
+	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/tableops"
 )
 

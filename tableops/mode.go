@@ -1,6 +1,6 @@
 package tableops
 
-import "github.com/floedata/floe/write"
+import "github.com/floedata/floe/internal/write"
 
 // Mode is how a row-level change is written, as the table's
 // write.delete.mode, write.update.mode and write.merge.mode properties

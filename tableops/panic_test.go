@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/floedata/floe/internal/safe"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
 )
 

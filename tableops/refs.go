@@ -8,7 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/internal/commit"
 )
 
 // ErrNoSuchRef is wrapped when a branch or tag is missing.

@@ -25,9 +25,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/write"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/write"
 )
 
 // Predicate selects rows. Iceberg is a conservative expression for file

@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
+	"github.com/floedata/floe/internal/deltatest"
 )
 
 // setupShop creates shop.orders with a few rows in work, and writes the

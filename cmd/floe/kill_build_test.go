@@ -21,10 +21,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/state"
 	"github.com/floedata/floe/tableops"
 )
 

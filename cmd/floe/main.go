@@ -20,7 +20,7 @@ package main
 import (
 	"os"
 
-	"github.com/floedata/floe/cli"
+	"github.com/floedata/floe/internal/cli"
 	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/sparkpush"
 	// The SQL engine (DuckDB, cgo): only the binary links it.

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
+	"github.com/floedata/floe/internal/deltatest"
 )
 
 // benchRows is the size of the generated table: version 1 holds benchRows

@@ -15,11 +15,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/zeebo/xxh3"
 
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/rows"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/rows"
 )
 
 // Change data columns of the Delta Change Data Feed.

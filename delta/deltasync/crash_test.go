@@ -14,8 +14,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/internal/commit"
 )
 
 var errCrash = errors.New("injected crash")

@@ -18,9 +18,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/ddl"
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
+	"github.com/floedata/floe/internal/ddl"
+	"github.com/floedata/floe/internal/deltatest"
 	"github.com/floedata/floe/internal/testdir"
 	"github.com/floedata/floe/tableops"
 )

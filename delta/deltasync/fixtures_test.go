@@ -13,8 +13,8 @@ import (
 
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/internal/testdir"
+	"github.com/floedata/floe/internal/write"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/write"
 )
 
 // fixtureSync says how a shared Delta fixture with Change Data Feed is

@@ -16,8 +16,8 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/delta"
-	"github.com/floedata/floe/delta/deltatest"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/deltatest"
+	"github.com/floedata/floe/internal/scan"
 )
 
 // openCatalog opens an embedded catalog in a fresh folder.

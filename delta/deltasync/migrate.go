@@ -11,13 +11,13 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/zeebo/xxh3"
 
-	"github.com/floedata/floe/commit"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/rowfile"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
+	"github.com/floedata/floe/internal/write"
 	"github.com/floedata/floe/pushdown"
-	"github.com/floedata/floe/rowfile"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
-	"github.com/floedata/floe/write"
 )
 
 // migrate copies the rows of the snapshot into the (empty) table, in one

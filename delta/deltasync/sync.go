@@ -12,12 +12,12 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
-	"github.com/floedata/floe/ddl"
 	"github.com/floedata/floe/delta"
+	"github.com/floedata/floe/internal/commit"
+	"github.com/floedata/floe/internal/ddl"
+	"github.com/floedata/floe/internal/write"
 	"github.com/floedata/floe/merge"
 	"github.com/floedata/floe/tableops"
-	"github.com/floedata/floe/write"
 )
 
 // Table properties holding the sync state in the Iceberg table. They are

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"github.com/floedata/floe/cli"
+	"github.com/floedata/floe/internal/cli"
 	"github.com/floedata/floe/internal/testbin"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/floedata/floe/rows"
+	"github.com/floedata/floe/internal/rows"
 )
 
 // Record builds a record of schema from rows of Go values: nil for NULL,

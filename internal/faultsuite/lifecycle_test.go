@@ -18,11 +18,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/ddl"
+	"github.com/floedata/floe/internal/ddl"
 	"github.com/floedata/floe/internal/faultcat"
-	"github.com/floedata/floe/state"
+	"github.com/floedata/floe/internal/state"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/tableops"
-	"github.com/floedata/floe/transform"
 )
 
 // lifecyclePaths are the commit paths of table lifecycle (issue 16):

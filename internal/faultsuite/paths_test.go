@@ -18,13 +18,13 @@ import (
 
 	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/delta/deltasync"
-	"github.com/floedata/floe/delta/deltatest"
 	"github.com/floedata/floe/expr"
+	"github.com/floedata/floe/internal/deltatest"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/scan"
 	"github.com/floedata/floe/tableops"
-	"github.com/floedata/floe/transform"
 )
 
 var ident = table.Identifier{"ns", "t"}

@@ -29,11 +29,11 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/commit"
+	"github.com/floedata/floe/internal/commit"
 	"github.com/floedata/floe/internal/faultcat"
 	"github.com/floedata/floe/internal/faultfs"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/scan"
 )
 
 // fast makes retries quick; the table decides, as a user's would.

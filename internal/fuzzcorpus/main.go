@@ -22,7 +22,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/floedata/floe/ddl"
+	"github.com/floedata/floe/internal/ddl"
 )
 
 // maxSeed is the largest seed kept, maxSeeds the most per target (the

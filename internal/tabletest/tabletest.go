@@ -18,9 +18,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/ddl"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/ddl"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/tableops"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/internal/tabletest"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/sqltx"
 	"github.com/floedata/floe/tableops"
-	"github.com/floedata/floe/transform"
 )
 
 // BenchmarkRowLocal compares an incremental build of a row-local keyed

@@ -15,12 +15,12 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/sqltx"
 	"github.com/floedata/floe/tableops"
-	"github.com/floedata/floe/transform"
 )
 
 type env struct {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/sqltx"
-	"github.com/floedata/floe/transform"
 )
 
 const srcSchema = "id long not null, cat string, amount long, flag boolean"

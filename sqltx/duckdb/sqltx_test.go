@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/sqltx"
 	_ "github.com/floedata/floe/sqltx/duckdb"
-	"github.com/floedata/floe/transform"
 )
 
 func TestSmoke(t *testing.T) {

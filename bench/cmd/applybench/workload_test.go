@@ -11,9 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/floedata/floe/bench"
+	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/merge"
-	"github.com/floedata/floe/rows"
-	"github.com/floedata/floe/scan"
 )
 
 func TestChangeKeys(t *testing.T) {

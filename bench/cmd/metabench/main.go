@@ -37,8 +37,8 @@ import (
 
 	"github.com/floedata/floe/bench"
 	"github.com/floedata/floe/catalog"
-	"github.com/floedata/floe/cli"
-	"github.com/floedata/floe/scan"
+	"github.com/floedata/floe/internal/cli"
+	"github.com/floedata/floe/internal/scan"
 
 	_ "modernc.org/sqlite"
 )
