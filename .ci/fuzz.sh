@@ -10,8 +10,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fuzztime="${FLOE_FUZZTIME:-12s}"
 
 targets=(
-  "./rowfile FuzzJSONLines"
-  "./rowfile FuzzCSV"
+  "./internal/rowfile FuzzJSONLines"
+  "./internal/rowfile FuzzCSV"
   "./expr FuzzParse"
   "./expr FuzzParseMerge"
   "./expr FuzzParseAssignments"
@@ -21,8 +21,8 @@ targets=(
   "./delta FuzzDeletionVector"
   "./delta FuzzZ85"
   "./delta FuzzSchemaString"
-  "./ddl FuzzParseSchema"
-  "./ddl FuzzParsePartitionSpec"
+  "./internal/ddl FuzzParseSchema"
+  "./internal/ddl FuzzParsePartitionSpec"
   "./pipeline FuzzParse"
 )
 
