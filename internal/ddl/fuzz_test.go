@@ -16,7 +16,7 @@ import (
 // that parses prints back (FormatSchema below) to text that parses to the
 // same schema. Run one with
 //
-//	go test ./ddl -run '^$' -fuzz '^FuzzParseSchema$' -fuzztime 1m
+//	go test ./internal/ddl -run '^$' -fuzz '^FuzzParseSchema$' -fuzztime 1m
 
 var schemaSeeds = []string{
 	"id long not null, data string, price decimal(10,2), ts timestamptz, tags list<string>",

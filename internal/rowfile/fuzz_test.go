@@ -23,7 +23,7 @@ import (
 // errors, and that what reads writes back (in the same format) to a file
 // that reads to the same values (parse(format(x)) == x). Run one with
 //
-//	go test ./rowfile -run '^$' -fuzz '^FuzzJSONLines$' -fuzztime 1m
+//	go test ./internal/rowfile -run '^$' -fuzz '^FuzzJSONLines$' -fuzztime 1m
 //
 // Seeds: the corpora under testdata/fuzz/<target>/ and the inputs of the
 // datadriven scripts in testdata.
