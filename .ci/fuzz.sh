@@ -15,6 +15,7 @@ targets=(
   "./expr FuzzParse"
   "./expr FuzzParseMerge"
   "./expr FuzzParseAssignments"
+  "./expr FuzzDatetimePattern"
   "./delta FuzzCommit"
   "./delta FuzzCheckpoint"
   "./delta FuzzDeletionVector"
