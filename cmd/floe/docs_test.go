@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +64,9 @@ func TestDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs = append(docs, more...)
+	defer func() {
+		t.Logf("docs test: %d commands run, %d blocks and %d lines skipped", docsRan.Load(), docsSkippedBlocks.Load(), docsSkippedLines.Load())
+	}()
 	t.Run("markdown", func(t *testing.T) {
 		for _, path := range docs {
 			name, _ := filepath.Rel(root, path)
@@ -82,6 +87,7 @@ func TestDocs(t *testing.T) {
 				for _, b := range blocks {
 					if b.skip != "" {
 						t.Logf("%s:%d: block skipped (%s)", name, b.line, b.skip)
+						docsSkippedBlocks.Add(1)
 						continue
 					}
 					for _, c := range b.cmds {
@@ -113,6 +119,7 @@ func TestDocs(t *testing.T) {
 					for _, c := range cmds {
 						if why := helpSkip(path, c.text); why != "" {
 							t.Logf("%s: %q skipped (%s)", path, c.text, why)
+							docsSkippedLines.Add(1)
 							continue
 						}
 						runDocCmd(t, work, path+" --help", c)
@@ -126,6 +133,9 @@ func TestDocs(t *testing.T) {
 		walk(cli.NewCommand(nil, io.Discard, io.Discard))
 	})
 }
+
+// Counts for the summary TestDocs prints.
+var docsRan, docsSkippedBlocks, docsSkippedLines atomic.Int64
 
 // docsHelpSkips lists --help examples that cannot run against a fresh
 // local warehouse, by command path and a text of the line, with the reason.
@@ -368,7 +378,7 @@ func commandLines(lines []string, first int, console bool) ([]docCmd, error) {
 				if open != 0 {
 					text += "\n" + lines[i]
 				} else {
-					text = strings.TrimSuffix(strings.TrimRight(code, " "), "\\") + " " + strings.TrimSpace(lines[i])
+					text = strings.TrimRight(strings.TrimSuffix(code, "\\"), " ") + " " + strings.TrimSpace(lines[i])
 				}
 				continue
 			}
@@ -479,8 +489,10 @@ func runDocCmd(t *testing.T, work, where string, c docCmd) {
 	case "floe", "shell":
 	default:
 		t.Logf("%s: skipped (%s): %s", where, c.what, firstLine(c.text))
+		docsSkippedLines.Add(1)
 		return
 	}
+	docsRan.Add(1)
 	text := optionalRe.ReplaceAllString(c.text, "")
 	if strings.Contains(text, "./events") {
 		linkEvents(t, work)
@@ -538,5 +550,32 @@ func linkEvents(t *testing.T, work string) {
 	src := testdir.Shared(t, "delta", "deltars-cdf-table")
 	if out, code := bash(t, work, fmt.Sprintf("cp -r %q events", src)); code != 0 {
 		t.Fatalf("copy %s: %s", src, out)
+	}
+}
+
+func TestDocBlocks(t *testing.T) {
+	md := "text\n```sh\nfloe a --x \"q # r\"   # exit 3\ncat x | floe b -\nprintf 'a\\n' > f.txt\ngo test ./...\nfloe c \\\n  --d e\nfloe m \"MERGE\n  INTO t\"\nfloe run p.yaml --every 1m\n```\n\n" +
+		"<!-- docs-test: skip (needs S3) -->\n```sh\nfloe s3\n```\n```yaml\nfloe: no\n```\n"
+	blocks, err := docBlocks(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 2 || blocks[1].skip != "needs S3" || blocks[0].skip != "" {
+		t.Fatalf("blocks %+v", blocks)
+	}
+	want := []docCmd{
+		{line: 3, text: `floe a --x "q # r"`, what: "floe", exit: 3},
+		{line: 4, text: "cat x | floe b -", what: "floe"},
+		{line: 5, text: `printf 'a\n' > f.txt`, what: "shell"},
+		{line: 6, text: "go test ./...", what: "not a floe command"},
+		{line: 7, text: "floe c --d e", what: "floe"},
+		{line: 9, text: "floe m \"MERGE\n  INTO t\"", what: "floe"},
+		{line: 11, text: "floe run p.yaml --every 1m", what: "runs until a signal"},
+	}
+	if got := blocks[0].cmds; !slices.Equal(got, want) {
+		t.Errorf("commands\n got %+v\nwant %+v", got, want)
+	}
+	if _, err := docBlocks("<!-- docs-test: skip -->\n```sh\nfloe x\n```\n"); err == nil {
+		t.Error("a skip without a reason was accepted")
 	}
 }
