@@ -23,6 +23,10 @@ type faultCommand struct {
 	args   string
 	files  func(n int) map[string]string
 	tables []string // tables whose rows are compared
+	// apart: each table is its own commit (a pipeline's transforms), so a
+	// failed run may have committed some of them; each table must still be
+	// unchanged or complete (the comparison with local disk after the rerun).
+	apart bool
 }
 
 var faultCommands = []faultCommand{
@@ -46,7 +50,7 @@ var faultCommands = []faultCommand{
 	{name: "sync", args: `sync f.pos f.synced --key id --filter "status = 'open'"`, tables: []string{"f.synced"}},
 	{name: "compact", args: "table compact f.pos", tables: []string{"f.pos"}},
 	{name: "delta sync", args: "delta sync {DELTA}/deltars-cdf-table-with-cdc-and-dvs f.delta --equality-columns id --max-versions 3", tables: []string{"f.delta"}},
-	{name: "pipeline", args: "run faults.yaml --once --quiet", tables: []string{"f.p_sync", "f.p_filter"}},
+	{name: "pipeline", args: "run faults.yaml --once --quiet", tables: []string{"f.p_sync", "f.p_filter"}, apart: true},
 }
 
 func faultChanges(n int) map[string]string {
@@ -258,7 +262,7 @@ func TestStorageFaults(t *testing.T) {
 					tl.created++
 					continue
 				}
-				if got != before[tb] {
+				if got != before[tb] && !c.apart {
 					tl.partial++
 					t.Errorf("trial %d (%s, %s of %v after request %d): the failed command changed %s:\nbefore:\n%s\nafter:\n%s\nerror: %s",
 						n, c.name, shape, kind, plan.After, tb, before[tb], got, out)

@@ -137,7 +137,7 @@ timestamp resolves to the first commit at or after it, an end timestamp to the l
 commit at or before it. Without a start, the feed is read from the oldest version
 the log still holds; without an end, up to the latest version.`,
 		Example: `  floe delta changes ./events --start-version 3 --format jsonl
-  floe delta changes ./events --start-timestamp 2024-05-01T00:00:00Z --end-version 9 --columns id,status,_change_type
+  floe delta changes ./events --start-timestamp 2024-01-01T00:00:00Z --end-version 3 --columns id,name,_change_type
   floe delta changes s3://bucket/events --catalog lake --start-version 0 --output changes.parquet
   floe delta changes s3://bucket/events --storage lake --source-property s3.region=eu-west-1`,
 		Args: cobra.ExactArgs(1),
@@ -216,7 +216,7 @@ stderr (--log-format text|json), with the metrics of floe run at --metrics-addr
 (transform="NS.T"). SIGINT or SIGTERM lets the current run finish and exits; a
 second signal aborts the run before its commit.`,
 		Example: `  floe delta sync ./events shop.events --key id
-  floe delta sync ./events shop.events --key id --start-version 12 --mode merge-on-read --partition-by "day(ts)"
+  floe delta sync ./events shop.events --key id --start-version 2 --mode merge-on-read --partition-by "bucket(4, id)"
   floe delta sync ./events shop.events --evolve-schema --max-versions 100
   floe delta sync s3://bucket/events shop.events --key id --every 15m`,
 		Args: cobra.ExactArgs(2),

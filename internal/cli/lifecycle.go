@@ -97,7 +97,7 @@ func tableRename(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:     "rename NS.T NEW",
 		Short:   "Rename a table (ALTER TABLE ... RENAME TO); NEW is ns.t, or t in the same namespace",
-		Example: "  floe table rename shop.orders shop.orders_2024\n  floe table rename shop.orders archive.orders",
+		Example: "  floe table rename shop.orders shop.orders_2024\n  floe table rename shop.orders_2024 archive.orders",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -138,7 +138,7 @@ func namespaceDrop(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "drop NS [--cascade]",
 		Short:   "Drop a namespace (DROP NAMESPACE); --cascade drops its tables first",
-		Example: "  floe namespace drop scratch\n  floe namespace drop scratch --cascade",
+		Example: "  floe namespace drop scratch\n  floe namespace drop staging --cascade",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

@@ -352,7 +352,8 @@ func tableScan(a *app) *cobra.Command {
 		Short: "Read a table's rows (deletes applied), optionally at a snapshot, ref or time",
 		Example: `  floe table scan shop.orders --where "status = 'open' AND price > 10" --columns id,price --limit 20
   floe table scan shop.orders --snapshot 3051729675574597004 --format jsonl
-  floe table scan shop.orders --ref audit --as-of 2024-05-01T00:00:00Z --format csv`,
+  floe table scan shop.orders --ref audit --format csv
+  floe table scan shop.orders --as-of 2024-05-01T00:00:00Z --format csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
