@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/floedata/floe/cli"
+	"github.com/floedata/floe/internal/cli"
 	"github.com/floedata/floe/internal/testdir"
 )
 

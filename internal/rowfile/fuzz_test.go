@@ -179,7 +179,7 @@ func FuzzCSV(f *testing.F) {
 // ErrMalformed; arrow-go's decoder panicked on it in its own goroutines,
 // which crashed the process.
 func TestDamagedParquetFooter(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "delta", "testdata", "fuzz", "FuzzCheckpoint", "regression-parquet-chunk-length-out-of-range"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "delta", "testdata", "fuzz", "FuzzCheckpoint", "regression-parquet-chunk-length-out-of-range"))
 	if err != nil {
 		t.Fatal(err)
 	}
