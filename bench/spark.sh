@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Local vs Spark push-down on this machine (docs/benchmarks.md, section 8): a full sync and an
+# Local vs Spark push-down on this machine (docs/benchmarks.md, section 10): a full sync and an
 # incremental sync (1% of the rows updated) of an N-row table, each with --engine local and
 # --engine spark, one after the other in one run so the figures compare as ratios.
 #
