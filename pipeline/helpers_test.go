@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 
-	"github.com/floedata/floe/internal/rows"
+	"github.com/floedata/floe/internal/arrowtest"
 	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/tableops"
@@ -77,7 +77,7 @@ func (e *env) update(name string, set func(row []any) []any, ids ...int64) {
 		var data [][]any
 		for i, tch := range touched {
 			if tch {
-				data = append(data, set(rowValues(rec, i)))
+				data = append(data, set(arrowtest.RowValues(rec, i)))
 			}
 		}
 		return tabletest.Record(rec.Schema(), data)
@@ -128,44 +128,11 @@ func (e *env) rowsOf(name string) [][]any {
 
 func collect(t *testing.T, seq iter.Seq2[arrow.RecordBatch, error]) [][]any {
 	t.Helper()
-	var out [][]any
-	for rec, err := range seq {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			out = append(out, rowValues(rec, i))
-		}
-		rec.Release()
+	out, err := arrowtest.Values(seq)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
-}
-
-// rowValues returns row i of rec as Go values: int64, float64, string,
-// bool or nil.
-func rowValues(rec arrow.RecordBatch, i int) []any {
-	row := make([]any, rec.NumCols())
-	for c := range row {
-		col := rec.Column(c)
-		if col.IsNull(i) {
-			continue
-		}
-		switch a := col.(type) {
-		case *array.Int64:
-			row[c] = a.Value(i)
-		case *array.Int32:
-			row[c] = int64(a.Value(i))
-		case *array.Float64:
-			row[c] = a.Value(i)
-		case *array.String:
-			row[c] = a.Value(i)
-		case *array.Boolean:
-			row[c] = a.Value(i)
-		default:
-			row[c] = rows.FormatValue(col, i)
-		}
-	}
-	return row
 }
 
 // render formats rows as sorted tuples.

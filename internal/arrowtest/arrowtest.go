@@ -91,3 +91,47 @@ func Strings(recs ...arrow.RecordBatch) []string {
 func Collect(seq iter.Seq2[arrow.RecordBatch, error]) ([]string, error) {
 	return rows.FormatSorted(seq)
 }
+
+// Values drains a stream into rows of Go values (see RowValues), releasing
+// the records.
+func Values(seq iter.Seq2[arrow.RecordBatch, error]) ([][]any, error) {
+	var out [][]any
+	for rec, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			out = append(out, RowValues(rec, i))
+		}
+		rec.Release()
+	}
+	return out, nil
+}
+
+// RowValues returns row i of rec as Go values: nil for NULL, int64 for
+// integer columns, float64, string, bool, and floe's text form
+// (rows.FormatValue) for the other types.
+func RowValues(rec arrow.RecordBatch, i int) []any {
+	row := make([]any, rec.NumCols())
+	for c := range row {
+		col := rec.Column(c)
+		if col.IsNull(i) {
+			continue
+		}
+		switch a := col.(type) {
+		case *array.Int64:
+			row[c] = a.Value(i)
+		case *array.Int32:
+			row[c] = int64(a.Value(i))
+		case *array.Float64:
+			row[c] = a.Value(i)
+		case *array.String:
+			row[c] = a.Value(i)
+		case *array.Boolean:
+			row[c] = a.Value(i)
+		default:
+			row[c] = rows.FormatValue(col, i)
+		}
+	}
+	return row
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
+	"github.com/floedata/floe/internal/arrowtest"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/internal/transform"
 	"github.com/floedata/floe/sqltx"
@@ -80,7 +81,7 @@ func BenchmarkRowLocal(b *testing.B) {
 			var data [][]any
 			for i, k := range keep {
 				if k {
-					r := rowValues(rec, i)
+					r := arrowtest.RowValues(rec, i)
 					r[2] = int64(round % 100)
 					r[3] = round%2 == 0
 					data = append(data, r)
