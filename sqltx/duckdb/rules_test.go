@@ -193,7 +193,7 @@ func TestFullRule(t *testing.T) {
 	e := newEnv(t)
 	e.create("src", srcSchema, []string{"id"}, nil)
 	e.insert("src", []any{int64(1), "a", int64(10), true}, []any{int64(2), "a", int64(5), false}, []any{int64(3), "b", int64(7), nil})
-	q := "SELECT cat, sum(amount) AS total, count(*) AS n FROM ns.src GROUP BY cat"
+	q := "SELECT cat, sum(amount) AS total, count(*) AS n FROM ns.src GROUP BY ALL"
 	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "totals", Query: q, Dst: "ns.totals", Keys: []string{"cat"}})
 	if err != nil {
 		t.Fatal(err)
