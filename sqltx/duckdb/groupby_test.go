@@ -216,4 +216,3 @@ func TestGroupByFallback(t *testing.T) {
 		e.insert("src", []any{int64(3 + i), "c", int64(1), true})
 	}
 }
-
