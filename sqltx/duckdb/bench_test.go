@@ -187,9 +187,8 @@ func BenchmarkGroupBy(b *testing.B) {
 	if _, err := (&transform.Runner{Catalog: e.Cat, Logger: quiet}).Build(e.Ctx, tr); err != nil {
 		b.Fatal(err)
 	}
-	touched := n / 1000
 	round := 0
-	update := func() {
+	update := func(touched int) {
 		round++
 		lo := int64((round * 7919 * touched) % (n - touched))
 		lo -= lo % perGroup
@@ -217,14 +216,15 @@ func BenchmarkGroupBy(b *testing.B) {
 		}
 	}
 	for _, mode := range []struct {
-		name string
-		full bool
-	}{{"incremental", false}, {"full", true}} {
-		b.Run(fmt.Sprintf("%s/rows=%d/groups=%d/touched-rows=%d", mode.name, n, n/perGroup, touched), func(b *testing.B) {
+		name    string
+		full    bool
+		touched int
+	}{{"incremental", false, n / 1000}, {"incremental", false, n / 100}, {"full", true, n / 1000}} {
+		b.Run(fmt.Sprintf("%s/rows=%d/groups=%d/touched-groups=%d", mode.name, n, n/perGroup, mode.touched/perGroup), func(b *testing.B) {
 			r := &transform.Runner{Catalog: e.Cat, Full: mode.full, Logger: quiet}
 			for range b.N {
 				b.StopTimer()
-				update()
+				update(mode.touched)
 				b.StartTimer()
 				res, err := r.Build(e.Ctx, tr)
 				if err != nil {

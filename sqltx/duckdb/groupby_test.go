@@ -121,6 +121,9 @@ func TestGroupByCases(t *testing.T) {
 				{"HAVING crosses its threshold downwards", func() { e.update("src", amount(1), 3) }},
 				{"the last NULL-group row leaves", func() { e.del("src", 6, 7) }},
 				{"update the max in place", func() { e.update("src", amount(2), 1, 8) }},
+				// No group touched for the queries whose WHERE drops the row.
+				{"a row outside the WHERE", func() { e.insert("src", []any{int64(9), nil, int64(4), true}) }},
+				{"nothing but the row outside the WHERE changes", func() { e.update("src", amount(40), 9) }},
 			}
 			for i, st := range steps {
 				st.do()
