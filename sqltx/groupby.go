@@ -131,6 +131,24 @@ func analyzeGroupBy(ctx context.Context, s Session, raw string) (*GroupBy, strin
 		}
 		resolved[i] = gm
 	}
+	// The rewrites replace the select list: a WHERE that names a result
+	// column (DuckDB resolves aliases there) would lose it.
+	aliasRef := ""
+	walk(node["where_clause"], func(m map[string]any) {
+		names, _ := m["column_names"].([]any)
+		if m["class"] != "COLUMN_REF" || len(names) != 1 || aliasRef != "" {
+			return
+		}
+		for _, it := range selects {
+			sm, _ := it.(map[string]any)
+			if a, _ := sm["alias"].(string); a != "" && strings.EqualFold(a, fmt.Sprint(names[0])) && canon(sm) != canon(m) {
+				aliasRef = a
+			}
+		}
+	})
+	if aliasRef != "" {
+		return nil, fmt.Sprintf("the WHERE names %s, a result column (an alias): write the expression itself for the query to be maintained by group", aliasRef), nil
+	}
 	// The structure and the expressions: what is left once every
 	// aggregate call is replaced by its arguments must be row-local.
 	var aggReason string

@@ -48,6 +48,8 @@ func TestAnalyzeGroupBy(t *testing.T) {
 		{"SELECT count(*) AS n FROM ns.src GROUP BY cat", "n", "not a column of the result"},
 		{"SELECT upper(cat), count(*) AS n FROM ns.src GROUP BY upper(cat)", "n", "no name in the result"},
 		{"SELECT upper(cat) AS c, count(*) AS n FROM ns.src GROUP BY c", "c", "names a result column"},
+		{"SELECT upper(cat) AS c, count(*) AS n FROM ns.src WHERE c <> 'A' GROUP BY upper(cat)", "c", "the WHERE names c, a result column"},
+		{"SELECT cat AS c, count(*) AS n FROM ns.src WHERE cat <> 'a' GROUP BY cat", "c", ""},
 		{"SELECT cat, rank() OVER (ORDER BY count(*)) AS r FROM ns.src GROUP BY cat", "cat", "window function"},
 	} {
 		p, err := sqltx.Analyze(ctx, s, c.query)
