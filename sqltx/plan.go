@@ -70,6 +70,11 @@ type Plan struct {
 	// over one table; NotRowLocal says why not.
 	RowLocal    bool
 	NotRowLocal string
+	// GroupBy is set when the query is a GROUP BY the group-by rule
+	// maintains (see RuleFor); NotGroupBy says why a GROUP BY query is
+	// not.
+	GroupBy    *GroupBy
+	NotGroupBy string
 }
 
 // Rule returns the rule a transform of this query follows (keyed: it has
@@ -168,6 +173,11 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 		}
 	}
 	p.RowLocal, p.NotRowLocal = reason == "", reason
+	if !p.RowLocal {
+		if p.GroupBy, p.NotGroupBy, err = analyzeGroupBy(ctx, s, res[0][0]); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -266,13 +276,13 @@ func shape(node map[string]any) (string, []fnCall) {
 		return fmt.Sprintf("the query reads from a %s", strings.ToLower(strings.ReplaceAll(ft, "_", " "))), nil
 	}
 	if g, _ := node["group_expressions"].([]any); len(g) > 0 {
-		return "the query has GROUP BY (aggregates are rebuilt in full in this version)", nil
+		return "the query has GROUP BY (not row-local)", nil
 	}
 	if g, _ := node["group_sets"].([]any); len(g) > 0 {
-		return "the query has GROUP BY (aggregates are rebuilt in full in this version)", nil
+		return "the query has GROUP BY (not row-local)", nil
 	}
 	if ah, _ := node["aggregate_handling"].(string); ah != "" && ah != "STANDARD_HANDLING" {
-		return "the query has GROUP BY ALL (aggregates are rebuilt in full in this version)", nil
+		return "the query has GROUP BY ALL (name the group expressions for it to be maintained by group)", nil
 	}
 	for _, k := range []string{"having", "qualify", "sample"} {
 		if node[k] != nil {
@@ -366,7 +376,7 @@ func checkFunctions(ctx context.Context, s Session, funcs []fnCall) (string, err
 		for _, k := range ks {
 			switch {
 			case k[0] == "aggregate":
-				return fmt.Sprintf("the query has an aggregate (%s; aggregates are rebuilt in full in this version)", n), nil
+				return fmt.Sprintf("the query has an aggregate (%s) without GROUP BY: it is recomputed in full", n), nil
 			case k[0] == "macro":
 				return fmt.Sprintf("the query calls the macro %s, which floe does not know to be row-local", n), nil
 			case k[0] != "scalar":

@@ -58,7 +58,7 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 		}
 	}
 	keyed := len(spec.Keys) > 0
-	rule, reason := plan.Rule(keyed)
+	rule, reason := plan.RuleFor(spec.Keys)
 	version := int(crc32.ChecksumIEEE([]byte(spec.Query+"|"+strings.Join(spec.Keys, ",")+"|"+strconv.Itoa(spec.SemanticVersion))) & 0x7fffffff)
 	opts := []transform.Option{transform.WithSemanticVersion(version)}
 	for _, t := range plan.Tables {
@@ -92,6 +92,8 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 			return r.full()
 		case rule == RuleRowLocal:
 			return r.rowLocal()
+		case rule == RuleGroupBy:
+			return r.groupBy()
 		default:
 			return r.appendRows()
 		}
