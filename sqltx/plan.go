@@ -70,12 +70,17 @@ type Plan struct {
 	// over one table; NotRowLocal says why not.
 	RowLocal    bool
 	NotRowLocal string
+	join        *joinPlan // set when the query qualifies for RuleJoin
 }
 
 // Rule returns the rule a transform of this query follows (keyed: it has
 // a key) and, for RuleFull, why.
 func (p *Plan) Rule(keyed bool) (rule, reason string) {
 	switch {
+	case p.join != nil && keyed:
+		return RuleJoin, ""
+	case p.join != nil:
+		return RuleFull, "the query joins tables and has no key (joins are maintained incrementally by key)"
 	case !p.RowLocal:
 		return RuleFull, p.NotRowLocal
 	case keyed:
@@ -167,7 +172,12 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 			return nil, err
 		}
 	}
-	p.RowLocal, p.NotRowLocal = reason == "", reason
+	if ft, _ := node["from_table"].(map[string]any); reason != "" && ft["type"] == "JOIN" {
+		if reason, err = p.analyzeJoin(ctx, s, doc.Statements[0]); err != nil {
+			return nil, err
+		}
+	}
+	p.RowLocal, p.NotRowLocal = reason == "" && p.join == nil, reason
 	return p, nil
 }
 

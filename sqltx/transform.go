@@ -59,6 +59,11 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 	}
 	keyed := len(spec.Keys) > 0
 	rule, reason := plan.Rule(keyed)
+	if rule == RuleJoin {
+		if why := plan.join.keyReason(spec.Keys); why != "" {
+			rule, reason = RuleFull, why
+		}
+	}
 	version := int(crc32.ChecksumIEEE([]byte(spec.Query+"|"+strings.Join(spec.Keys, ",")+"|"+strconv.Itoa(spec.SemanticVersion))) & 0x7fffffff)
 	opts := []transform.Option{transform.WithSemanticVersion(version)}
 	for _, t := range plan.Tables {
@@ -92,6 +97,8 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 			return r.full()
 		case rule == RuleRowLocal:
 			return r.rowLocal()
+		case rule == RuleJoin:
+			return r.maintainJoin()
 		default:
 			return r.appendRows()
 		}
