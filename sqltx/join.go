@@ -197,6 +197,18 @@ func deserialize(ctx context.Context, s Session, doc any) (string, error) {
 	return res[0][0], nil
 }
 
+// RuleFor is Rule for a transform with the key columns keys: a join
+// whose key cannot maintain it is rebuilt in full.
+func (p *Plan) RuleFor(keys []string) (rule, reason string) {
+	rule, reason = p.Rule(len(keys) > 0)
+	if rule == RuleJoin {
+		if why := p.join.keyReason(keys); why != "" {
+			return RuleFull, why
+		}
+	}
+	return rule, reason
+}
+
 // keyReason says why keys cannot maintain the join ("" when they can):
 // each must be a column of a table that is never NULL-extended, selected
 // as alias.column, so that a key names the same output row whether or

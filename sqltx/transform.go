@@ -58,12 +58,7 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 		}
 	}
 	keyed := len(spec.Keys) > 0
-	rule, reason := plan.Rule(keyed)
-	if rule == RuleJoin {
-		if why := plan.join.keyReason(spec.Keys); why != "" {
-			rule, reason = RuleFull, why
-		}
-	}
+	rule, reason := plan.RuleFor(spec.Keys)
 	version := int(crc32.ChecksumIEEE([]byte(spec.Query+"|"+strings.Join(spec.Keys, ",")+"|"+strconv.Itoa(spec.SemanticVersion))) & 0x7fffffff)
 	opts := []transform.Option{transform.WithSemanticVersion(version)}
 	for _, t := range plan.Tables {

@@ -100,7 +100,7 @@ func ruleOf(ctx context.Context, tc pipeline.TransformConfig) (string, string, e
 		if err != nil {
 			return "", "", err
 		}
-		rule, reason := plan.Rule(len(tc.Key) > 0)
+		rule, reason := plan.RuleFor(tc.Key)
 		return rule, reason, nil
 	}
 	return tc.Type, "", nil
