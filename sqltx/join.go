@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/floedata/floe/changelog"
@@ -295,6 +296,7 @@ func (r *run) maintainJoin() error {
 	jp := r.plan.join
 	keys := r.spec.Keys
 	changed := make([]bool, len(jp.tables))
+	colsOf := make([]string, len(jp.tables))
 	for _, sch := range []string{"__floe_new", "__floe_old", "__floe_ins", "__floe_del"} {
 		if err := r.s.Exec(r.ctx, "CREATE SCHEMA IF NOT EXISTS "+sch); err != nil {
 			return err
@@ -302,13 +304,6 @@ func (r *run) maintainJoin() error {
 	}
 	for i, t := range jp.tables {
 		in := r.ctx.Input(t.name)
-		cur, err := in.Current()
-		if err != nil {
-			return err
-		}
-		if err := r.s.Bind(r.ctx, "__floe_new", fmt.Sprintf("t%d", i), cur); err != nil {
-			return fmt.Errorf("input %s: %w", t.name, err)
-		}
 		// An input without new snapshots has no changes to read.
 		changed[i] = in.Start() == nil || in.Head() == nil || *in.Start() != in.Head().SnapshotID
 		var cols string
@@ -343,27 +338,29 @@ func (r *run) maintainJoin() error {
 			changed[i] = len(n) == 1 && n[0][0] != "0"
 		}
 		if !changed[i] {
+			// Its changed rows are never read: no views of them.
 			cols = "*"
-			for _, sch := range []string{"__floe_ins", "__floe_del"} {
-				if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s.t%d AS SELECT * FROM __floe_new.t%[2]d WHERE false", sch, i)); err != nil {
-					return err
-				}
+		}
+		colsOf[i] = cols
+	}
+	// A table's whole state is read when another table changed (the
+	// delta rule joins that one's changes with it) or when it is
+	// LEFT-joined and changed (its rows NULL-extend others); else only
+	// the rows of the keys to recompute are read, after those are known.
+	whole := make([]bool, len(jp.tables))
+	for i, t := range jp.tables {
+		for j := range jp.tables {
+			if j != i && changed[j] {
+				whole[i] = true
 			}
 		}
-		old := fmt.Sprintf("SELECT %s FROM __floe_new.t%d", cols, i)
-		if changed[i] {
-			old = fmt.Sprintf("(SELECT %s FROM __floe_new.t%[2]d EXCEPT ALL SELECT * FROM __floe_ins.t%[2]d) UNION ALL SELECT * FROM __floe_del.t%[2]d", cols, i)
+		if changed[i] && t.left {
+			whole[i] = true
 		}
-		if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW __floe_old.t%d AS %s", i, old)); err != nil {
-			return err
-		}
-		ns, name, err := splitName(t.name)
-		if err != nil {
-			return err
-		}
-		if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; CREATE OR REPLACE VIEW %s.%s AS SELECT * FROM __floe_new.t%d",
-			quoteIdent(ns), quoteIdent(ns), quoteIdent(name), i)); err != nil {
-			return err
+		if whole[i] {
+			if err := r.bindState(i, nil, colsOf[i], changed[i]); err != nil {
+				return err
+			}
 		}
 	}
 	var parts []string
@@ -420,6 +417,18 @@ func (r *run) maintainJoin() error {
 	if err := r.materialize("__floe_keys", strings.Join(parts, "\nUNION\n")); err != nil {
 		return err
 	}
+	for i := range jp.tables {
+		if whole[i] {
+			continue
+		}
+		pred, err := r.keyPredicate(i)
+		if err != nil {
+			return err
+		}
+		if err := r.bindState(i, pred, colsOf[i], changed[i]); err != nil {
+			return err
+		}
+	}
 	if err := r.materialize("__floe_upsert", fmt.Sprintf("SELECT q.* FROM (%s) AS q SEMI JOIN __floe_keys k ON %s", r.spec.Query, strings.Join(match, " AND "))); err != nil {
 		return err
 	}
@@ -435,4 +444,91 @@ SELECT *, '%s' AS %s FROM __floe_keys q ANTI JOIN __floe_upsert k ON %s`,
 		return err
 	}
 	return r.ctx.Output("destination").ApplyChangelog(transform.NewRows(sch, seq), keys...)
+}
+
+// bindState binds the new state of table i (the rows matching pred when
+// it is not nil), its old state, and the query's name for it.
+func (r *run) bindState(i int, pred *string, cols string, changed bool) error {
+	t := r.plan.join.tables[i]
+	in := r.ctx.Input(t.name)
+	if pred != nil {
+		in = in.Filter(*pred)
+	}
+	cur, err := in.Current()
+	if err != nil {
+		return err
+	}
+	if err := r.s.Bind(r.ctx, "__floe_new", fmt.Sprintf("t%d", i), cur); err != nil {
+		return fmt.Errorf("input %s: %w", t.name, err)
+	}
+	old := fmt.Sprintf("SELECT %s FROM __floe_new.t%d", cols, i)
+	if changed {
+		old = fmt.Sprintf("(SELECT %s FROM __floe_new.t%[2]d EXCEPT ALL SELECT * FROM __floe_ins.t%[2]d) UNION ALL SELECT * FROM __floe_del.t%[2]d", cols, i)
+	}
+	if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW __floe_old.t%d AS %s", i, old)); err != nil {
+		return err
+	}
+	ns, name, err := splitName(t.name)
+	if err != nil {
+		return err
+	}
+	return r.s.Exec(r.ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; CREATE OR REPLACE VIEW %s.%s AS SELECT * FROM __floe_new.t%d",
+		quoteIdent(ns), quoteIdent(ns), quoteIdent(name), i))
+}
+
+// maxPrunedKeys bounds the keys of a read pruned by key.
+const maxPrunedKeys = 100_000
+
+// keyPredicate returns a filter of table i to the rows whose key is in
+// __floe_keys (files pruned by their statistics), or nil (read it whole)
+// when the key is not one integer or string column of that table, or
+// there are too many keys.
+func (r *run) keyPredicate(i int) (*string, error) {
+	jp := r.plan.join
+	if len(r.spec.Keys) != 1 {
+		return nil, nil
+	}
+	ref := jp.items[r.spec.Keys[0]]
+	if !strings.EqualFold(ref[0], jp.tables[i].alias) || !plainIdent(ref[1]) {
+		return nil, nil
+	}
+	k := quoteIdent(r.spec.Keys[0])
+	rows, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT typeof(%s), count(*)::VARCHAR FROM __floe_keys GROUP BY ALL", k))
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		p := ref[1] + " IS NULL AND " + ref[1] + " IS NOT NULL"
+		return &p, nil
+	}
+	if len(rows) != 1 {
+		return nil, nil
+	}
+	var render string
+	switch rows[0][0] {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT":
+		render = k + "::VARCHAR"
+	case "VARCHAR":
+		render = `'''' || replace(` + k + `, '''', '''''') || ''''`
+	default:
+		return nil, nil
+	}
+	if n, _ := strconv.Atoi(rows[0][1]); n > maxPrunedKeys {
+		return nil, nil
+	}
+	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(%s, ', ') FROM __floe_keys", render))
+	if err != nil {
+		return nil, err
+	}
+	p := ref[1] + " IN (" + vals[0][0] + ")"
+	return &p, nil
+}
+
+func plainIdent(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
