@@ -51,7 +51,7 @@ type GroupBy struct {
 func (p *Plan) RuleFor(keys []string) (rule, reason string) {
 	switch {
 	case p.GroupBy == nil && p.NotGroupBy == "":
-		return p.Rule(len(keys) > 0)
+		return p.joinRuleFor(keys)
 	case p.GroupBy == nil:
 		return RuleFull, p.NotGroupBy
 	case len(keys) == 0:

@@ -75,12 +75,17 @@ type Plan struct {
 	// not.
 	GroupBy    *GroupBy
 	NotGroupBy string
+	join       *joinPlan // set when the query qualifies for RuleJoin
 }
 
 // Rule returns the rule a transform of this query follows (keyed: it has
 // a key) and, for RuleFull, why.
 func (p *Plan) Rule(keyed bool) (rule, reason string) {
 	switch {
+	case p.join != nil && keyed:
+		return RuleJoin, ""
+	case p.join != nil:
+		return RuleFull, "the query joins tables and has no key (joins are maintained incrementally by key)"
 	case !p.RowLocal:
 		return RuleFull, p.NotRowLocal
 	case keyed:
@@ -172,8 +177,13 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 			return nil, err
 		}
 	}
-	p.RowLocal, p.NotRowLocal = reason == "", reason
-	if !p.RowLocal {
+	if ft, _ := node["from_table"].(map[string]any); reason != "" && ft["type"] == "JOIN" {
+		if reason, err = p.analyzeJoin(ctx, s, doc.Statements[0]); err != nil {
+			return nil, err
+		}
+	}
+	p.RowLocal, p.NotRowLocal = reason == "" && p.join == nil, reason
+	if !p.RowLocal && p.join == nil {
 		if p.GroupBy, p.NotGroupBy, err = analyzeGroupBy(ctx, s, res[0][0]); err != nil {
 			return nil, err
 		}

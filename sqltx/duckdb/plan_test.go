@@ -38,7 +38,7 @@ func TestAnalyze(t *testing.T) {
 		{"SELECT count(*) FROM shop.orders", "shop.orders", "aggregate (count_star"},
 		{"SELECT max(amount) FROM shop.orders", "shop.orders", "aggregate (max"},
 		{"SELECT customer FROM shop.orders GROUP BY ALL", "shop.orders", "GROUP BY"},
-		{"SELECT o.id, c.name FROM shop.orders o JOIN shop.customers c ON o.customer = c.id", "shop.orders,shop.customers", "join"},
+		{"SELECT o.id, c.name FROM shop.orders o RIGHT JOIN shop.customers c ON o.customer = c.id", "shop.orders,shop.customers", "join"},
 		{"SELECT id, row_number() OVER (ORDER BY amount) FROM shop.orders", "shop.orders", "window function"},
 		{"SELECT * FROM shop.orders ORDER BY amount", "shop.orders", "ORDER BY"},
 		{"SELECT * FROM shop.orders LIMIT 10", "shop.orders", "LIMIT"},

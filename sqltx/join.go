@@ -1,0 +1,535 @@
+package sqltx
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/floedata/floe/changelog"
+	"github.com/floedata/floe/internal/transform"
+)
+
+// RuleJoin: inner and left joins of tables, each read whole or through
+// the query's row-local WHERE and projection, maintained by key from the
+// changes of every table by the delta rules (see maintainJoin).
+const RuleJoin = "join"
+
+// joinPlan is what the join rule needs of a query: its parse tree (to
+// derive the queries it runs) and its tables in FROM order.
+type joinPlan struct {
+	stmt   []byte // the statement as json_serialize_sql gives it
+	tables []joinTable
+	where  string // the WHERE clause as SQL ("" when none)
+	// items are the select list's plain column references by output
+	// name: the key must be made of them.
+	items map[string][2]string // output name -> (alias, column)
+}
+
+type joinTable struct {
+	name  string // ns.table
+	alias string // as the query refers to it
+	left  bool   // the right side of a LEFT JOIN (NULL-extended)
+	cond  string // the ON condition of the join it is the right side of
+}
+
+// analyzeJoin sets p.join when the query qualifies for the join rule, or
+// returns why not.
+func (p *Plan) analyzeJoin(ctx context.Context, s Session, stmt map[string]any) (string, error) {
+	node, _ := stmt["node"].(map[string]any)
+	from, _ := node["from_table"].(map[string]any)
+	jp := &joinPlan{items: map[string][2]string{}}
+	var conds []any
+	var flatten func(ft map[string]any) string
+	flatten = func(ft map[string]any) string {
+		switch t, _ := ft["type"].(string); t {
+		case "BASE_TABLE":
+			if ft["sample"] != nil || ft["at_clause"] != nil {
+				return "a table is sampled or read AT a version"
+			}
+			if l, _ := ft["column_name_alias"].([]any); len(l) > 0 {
+				return "a table has column aliases"
+			}
+			name, _ := ft["table_name"].(string)
+			schema, _ := ft["schema_name"].(string)
+			alias, _ := ft["alias"].(string)
+			if alias == "" {
+				alias = name
+			}
+			full := schema + "." + name
+			for _, o := range jp.tables {
+				if o.name == full {
+					return fmt.Sprintf("it reads %s twice", full)
+				}
+			}
+			jp.tables = append(jp.tables, joinTable{name: full, alias: alias})
+			return ""
+		case "JOIN":
+			jt, _ := ft["join_type"].(string)
+			if jt != "INNER" && jt != "LEFT" {
+				return fmt.Sprintf("a %s join; only inner and left joins are maintained", strings.ToLower(jt))
+			}
+			if rt, _ := ft["ref_type"].(string); rt != "REGULAR" {
+				return fmt.Sprintf("a %s join", strings.ToLower(rt))
+			}
+			if l, _ := ft["using_columns"].([]any); len(l) > 0 || ft["condition"] == nil {
+				return "a join without ON (USING or NATURAL)"
+			}
+			left, _ := ft["left"].(map[string]any)
+			right, _ := ft["right"].(map[string]any)
+			if right["type"] != "BASE_TABLE" {
+				return "a join whose right side is not a table"
+			}
+			if why := flatten(left); why != "" {
+				return why
+			}
+			if why := flatten(right); why != "" {
+				return why
+			}
+			cond, err := exprSQL(ctx, s, ft["condition"])
+			if err != nil {
+				return err.Error()
+			}
+			jp.tables[len(jp.tables)-1].left = jt == "LEFT"
+			jp.tables[len(jp.tables)-1].cond = cond
+			conds = append(conds, ft["condition"])
+			return ""
+		default:
+			return fmt.Sprintf("it reads from a %s", strings.ToLower(strings.ReplaceAll(t, "_", " ")))
+		}
+	}
+	if why := flatten(from); why != "" {
+		return "the query has a join that is not maintained incrementally (" + why + ")", nil
+	}
+	// The select list, WHERE and ON conditions must be row-local: check
+	// them as a query over one table would be.
+	probe := map[string]any{}
+	for k, v := range node {
+		probe[k] = v
+	}
+	probe["from_table"] = map[string]any{"type": "BASE_TABLE"}
+	reason, funcs := shape(probe)
+	for _, c := range conds {
+		probe = map[string]any{"type": "SELECT_NODE", "from_table": map[string]any{"type": "BASE_TABLE"}, "where_clause": c}
+		r, f := shape(probe)
+		if reason == "" {
+			reason = r
+		}
+		funcs = append(funcs, f...)
+	}
+	if reason == "" {
+		var err error
+		if reason, err = checkFunctions(ctx, s, funcs); err != nil {
+			return "", err
+		}
+	}
+	if reason != "" {
+		return "the query has a join and " + strings.TrimPrefix(reason, "the query "), nil
+	}
+	if node["where_clause"] != nil {
+		w, err := exprSQL(ctx, s, node["where_clause"])
+		if err != nil {
+			return err.Error(), nil
+		}
+		jp.where = w
+	}
+	list, _ := node["select_list"].([]any)
+	for _, it := range list {
+		m, _ := it.(map[string]any)
+		if m["class"] != "COLUMN_REF" {
+			continue
+		}
+		names, _ := m["column_names"].([]any)
+		if len(names) != 2 {
+			continue
+		}
+		a, _ := names[0].(string)
+		c, _ := names[1].(string)
+		out, _ := m["alias"].(string)
+		if out == "" {
+			out = c
+		}
+		jp.items[out] = [2]string{a, c}
+	}
+	b, err := json.Marshal(stmt)
+	if err != nil {
+		return "", err
+	}
+	jp.stmt = b
+	p.join = jp
+	return "", nil
+}
+
+// exprSQL renders an expression of a parse tree back to SQL.
+func exprSQL(ctx context.Context, s Session, e any) (string, error) {
+	doc := map[string]any{"error": false, "statements": []any{map[string]any{"named_param_map": []any{}, "node": map[string]any{
+		"type": "SELECT_NODE", "modifiers": []any{}, "cte_map": map[string]any{"map": []any{}},
+		"select_list": []any{map[string]any{"class": "STAR", "type": "STAR", "alias": "", "query_location": 0, "relation_name": "",
+			"exclude_list": []any{}, "replace_list": []any{}, "columns": false, "expr": nil, "qualified_exclude_list": []any{}, "rename_list": []any{}}},
+		"from_table":        map[string]any{"type": "EMPTY", "alias": "", "sample": nil, "query_location": 0},
+		"where_clause":      e,
+		"group_expressions": []any{}, "group_sets": []any{}, "aggregate_handling": "STANDARD_HANDLING",
+		"having": nil, "sample": nil, "qualify": nil}}}}
+	q, err := deserialize(ctx, s, doc)
+	if err != nil {
+		return "", err
+	}
+	const prefix = "SELECT * WHERE "
+	if !strings.HasPrefix(q, prefix) {
+		return "", fmt.Errorf("the condition could not be rendered (%s)", q)
+	}
+	return q[len(prefix):], nil
+}
+
+func deserialize(ctx context.Context, s Session, doc any) (string, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	res, err := s.Strings(ctx, "SELECT json_deserialize_sql(?::JSON)::VARCHAR", string(b))
+	if err != nil {
+		return "", fmt.Errorf("render the query: %w", err)
+	}
+	if len(res) != 1 || len(res[0]) != 1 {
+		return "", fmt.Errorf("render the query: no answer")
+	}
+	return res[0][0], nil
+}
+
+// joinRuleFor is Rule for a transform with the key columns keys: a join
+// whose key cannot maintain it is rebuilt in full (RuleFor asks it for
+// every query that is not a GROUP BY).
+func (p *Plan) joinRuleFor(keys []string) (rule, reason string) {
+	rule, reason = p.Rule(len(keys) > 0)
+	if rule == RuleJoin {
+		if why := p.join.keyReason(keys); why != "" {
+			return RuleFull, why
+		}
+	}
+	return rule, reason
+}
+
+// keyReason says why keys cannot maintain the join ("" when they can):
+// each must be a column of a table that is never NULL-extended, selected
+// as alias.column, so that a key names the same output row whether or
+// not the row's left joins matched.
+func (jp *joinPlan) keyReason(keys []string) string {
+	for _, k := range keys {
+		ref, ok := jp.items[k]
+		if !ok {
+			return fmt.Sprintf("the query joins tables and its key column %q is not selected as table.column", k)
+		}
+		i := slices.IndexFunc(jp.tables, func(t joinTable) bool { return strings.EqualFold(t.alias, ref[0]) })
+		if i < 0 {
+			return fmt.Sprintf("the query joins tables and its key column %q is not a column of one of them", k)
+		}
+		if jp.tables[i].left {
+			return fmt.Sprintf("the query joins tables and its key column %q comes from %s, the NULL-extended side of a LEFT JOIN", k, jp.tables[i].name)
+		}
+	}
+	return ""
+}
+
+// variant renders the query with table i read from schemas[i] (as view
+// t<i>), the joins whose right side is in inner made inner, the select
+// list cut to the key columns and without WHERE.
+func (jp *joinPlan) variant(ctx context.Context, s Session, keys []string, schemas []string, inner int) (string, error) {
+	var stmt map[string]any
+	if err := json.Unmarshal(jp.stmt, &stmt); err != nil {
+		return "", err
+	}
+	node, _ := stmt["node"].(map[string]any)
+	i := 0
+	var fix func(ft map[string]any)
+	fix = func(ft map[string]any) {
+		switch ft["type"] {
+		case "BASE_TABLE":
+			ft["alias"] = jp.tables[i].alias
+			ft["catalog_name"] = ""
+			ft["schema_name"] = schemas[i]
+			ft["table_name"] = fmt.Sprintf("t%d", i)
+			i++
+		case "JOIN":
+			l, _ := ft["left"].(map[string]any)
+			r, _ := ft["right"].(map[string]any)
+			fix(l)
+			if i == inner {
+				ft["join_type"] = "INNER"
+			}
+			fix(r)
+		}
+	}
+	from, _ := node["from_table"].(map[string]any)
+	fix(from)
+	var list []any
+	for _, k := range keys {
+		ref := jp.items[k]
+		list = append(list, map[string]any{"class": "COLUMN_REF", "type": "COLUMN_REF", "alias": k, "query_location": 0,
+			"column_names": []any{ref[0], ref[1]}})
+	}
+	node["select_list"] = list
+	node["where_clause"] = nil
+	return deserialize(ctx, s, map[string]any{"error": false, "statements": []any{stmt}})
+}
+
+// join maintains a join by key. With O the result over the old state of
+// every table and N over the new one, the destination holds O; floe
+// computes a set K of keys that holds every key whose rows differ
+// between O and N, replaces the destination's rows of those keys by N's
+// and deletes the keys of K that N does not have. K is the union, over
+// the old state (deleted images) and the new one (inserted images), of
+// the keys of
+//   - the query with one changed table read as its changed rows only, the
+//     others whole at that state (a LEFT join to it made inner: rows that
+//     hold a changed row are rows where it matched);
+//   - for a LEFT-joined table that changed, the query at that state
+//     restricted to rows whose left side matches one of its changed rows
+//     of the other state: rows that are NULL-extended on one side and
+//     matched on the other.
+//
+// Keys are columns of tables that are never NULL-extended, so a key
+// names its row whether or not its left joins matched. The old state of
+// a table is its new state minus the inserted images plus the deleted
+// ones (net changes since the last build).
+func (r *run) maintainJoin() error {
+	jp := r.plan.join
+	keys := r.spec.Keys
+	changed := make([]bool, len(jp.tables))
+	colsOf := make([]string, len(jp.tables))
+	for _, sch := range []string{"__floe_new", "__floe_old", "__floe_ins", "__floe_del"} {
+		if err := r.s.Exec(r.ctx, "CREATE SCHEMA IF NOT EXISTS "+sch); err != nil {
+			return err
+		}
+	}
+	for i, t := range jp.tables {
+		in := r.ctx.Input(t.name)
+		// An input without new snapshots has no changes to read.
+		changed[i] = in.Start() == nil || in.Head() == nil || *in.Start() != in.Head().SnapshotID
+		var cols string
+		if changed[i] {
+			changes, err := in.NetChanges()
+			if err != nil {
+				return err
+			}
+			var data []string
+			for _, f := range changes.Schema().Fields() {
+				switch f.Name {
+				case changelog.ChangeTypeColumn, changelog.ChangeOrdinalColumn, changelog.CommitSnapshotColumn:
+					continue
+				}
+				data = append(data, quoteIdent(f.Name))
+			}
+			cols = strings.Join(data, ", ")
+			chg := fmt.Sprintf("__floe_changes_%d", i)
+			if err := r.s.Bind(r.ctx, "", chg, changes); err != nil {
+				return fmt.Errorf("input %s: %w", t.name, err)
+			}
+			for _, side := range []struct{ kind, schema string }{{changelog.Insert, "__floe_ins"}, {changelog.Delete, "__floe_del"}} {
+				if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s.t%d AS SELECT %s FROM %s WHERE %s = '%s'",
+					side.schema, i, cols, chg, changelog.ChangeTypeColumn, side.kind)); err != nil {
+					return err
+				}
+			}
+			n, err := r.s.Strings(r.ctx, "SELECT count(*) FROM "+chg)
+			if err != nil {
+				return err
+			}
+			changed[i] = len(n) == 1 && n[0][0] != "0"
+		}
+		if !changed[i] {
+			// Its changed rows are never read: no views of them.
+			cols = "*"
+		}
+		colsOf[i] = cols
+	}
+	// A table's whole state is read when another table changed (the
+	// delta rule joins that one's changes with it) or when it is
+	// LEFT-joined and changed (its rows NULL-extend others); else only
+	// the rows of the keys to recompute are read, after those are known.
+	whole := make([]bool, len(jp.tables))
+	for i, t := range jp.tables {
+		for j := range jp.tables {
+			if j != i && changed[j] {
+				whole[i] = true
+			}
+		}
+		if changed[i] && t.left {
+			whole[i] = true
+		}
+		if whole[i] {
+			if err := r.bindState(i, nil, colsOf[i], changed[i]); err != nil {
+				return err
+			}
+		}
+	}
+	var parts []string
+	where := func(q string, extra ...string) string {
+		var conds []string
+		if jp.where != "" {
+			conds = append(conds, jp.where)
+		}
+		conds = append(conds, extra...)
+		if len(conds) == 0 {
+			return q
+		}
+		return q + " WHERE " + strings.Join(conds, " AND ")
+	}
+	for _, st := range []struct{ state, delta, other string }{{"__floe_old", "__floe_del", "__floe_ins"}, {"__floe_new", "__floe_ins", "__floe_del"}} {
+		for i, t := range jp.tables {
+			if !changed[i] {
+				continue
+			}
+			schemas := make([]string, len(jp.tables))
+			for j := range schemas {
+				schemas[j] = st.state
+			}
+			schemas[i] = st.delta
+			inner := -1
+			if t.left {
+				inner = i
+			}
+			q, err := jp.variant(r.ctx, r.s, keys, schemas, inner)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, where(q))
+			if !t.left {
+				continue
+			}
+			schemas[i] = st.state
+			q, err = jp.variant(r.ctx, r.s, keys, schemas, -1)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, where(q, fmt.Sprintf("EXISTS (SELECT 1 FROM %s.t%d AS %s WHERE %s)", st.other, i, quoteIdent(t.alias), t.cond)))
+		}
+	}
+	kcols := make([]string, len(keys))
+	match := make([]string, len(keys))
+	for i, k := range keys {
+		kcols[i] = quoteIdent(k)
+		match[i] = fmt.Sprintf("q.%s = k.%s", kcols[i], kcols[i])
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "SELECT NULL AS "+strings.Join(kcols, ", NULL AS ")+" WHERE false")
+	}
+	if err := r.materialize("__floe_keys", strings.Join(parts, "\nUNION\n")); err != nil {
+		return err
+	}
+	for i := range jp.tables {
+		if whole[i] {
+			continue
+		}
+		pred, err := r.keyPredicate(i)
+		if err != nil {
+			return err
+		}
+		if err := r.bindState(i, pred, colsOf[i], changed[i]); err != nil {
+			return err
+		}
+	}
+	if err := r.materialize("__floe_upsert", fmt.Sprintf("SELECT q.* FROM (%s) AS q SEMI JOIN __floe_keys k ON %s", r.spec.Query, strings.Join(match, " AND "))); err != nil {
+		return err
+	}
+	if err := r.checkUnique("__floe_upsert", "the query's result"); err != nil {
+		return err
+	}
+	q := fmt.Sprintf(`SELECT *, '%s' AS %s FROM __floe_upsert
+UNION ALL BY NAME
+SELECT *, '%s' AS %s FROM __floe_keys q ANTI JOIN __floe_upsert k ON %s`,
+		changelog.Insert, changelog.ChangeTypeColumn, changelog.Delete, changelog.ChangeTypeColumn, strings.Join(match, " AND "))
+	sch, seq, err := r.s.Query(r.ctx, q)
+	if err != nil {
+		return err
+	}
+	return r.ctx.Output("destination").ApplyChangelog(transform.NewRows(sch, seq), keys...)
+}
+
+// bindState binds the new state of table i (the rows matching pred when
+// it is not nil), its old state, and the query's name for it.
+func (r *run) bindState(i int, pred *string, cols string, changed bool) error {
+	t := r.plan.join.tables[i]
+	in := r.ctx.Input(t.name)
+	if pred != nil {
+		in = in.Filter(*pred)
+	}
+	cur, err := in.Current()
+	if err != nil {
+		return err
+	}
+	if err := r.s.Bind(r.ctx, "__floe_new", fmt.Sprintf("t%d", i), cur); err != nil {
+		return fmt.Errorf("input %s: %w", t.name, err)
+	}
+	old := fmt.Sprintf("SELECT %s FROM __floe_new.t%d", cols, i)
+	if changed {
+		old = fmt.Sprintf("(SELECT %s FROM __floe_new.t%[2]d EXCEPT ALL SELECT * FROM __floe_ins.t%[2]d) UNION ALL SELECT * FROM __floe_del.t%[2]d", cols, i)
+	}
+	if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW __floe_old.t%d AS %s", i, old)); err != nil {
+		return err
+	}
+	ns, name, err := splitName(t.name)
+	if err != nil {
+		return err
+	}
+	return r.s.Exec(r.ctx, fmt.Sprintf("CREATE SCHEMA IF NOT EXISTS %s; CREATE OR REPLACE VIEW %s.%s AS SELECT * FROM __floe_new.t%d",
+		quoteIdent(ns), quoteIdent(ns), quoteIdent(name), i))
+}
+
+// maxPrunedKeys bounds the keys of a read pruned by key.
+const maxPrunedKeys = 100_000
+
+// keyPredicate returns a filter of table i to the rows whose key is in
+// __floe_keys (files pruned by their statistics), or nil (read it whole)
+// when the key is not one integer or string column of that table, or
+// there are too many keys.
+func (r *run) keyPredicate(i int) (*string, error) {
+	jp := r.plan.join
+	if len(r.spec.Keys) != 1 {
+		return nil, nil
+	}
+	ref := jp.items[r.spec.Keys[0]]
+	if !strings.EqualFold(ref[0], jp.tables[i].alias) || !plainIdent(ref[1]) {
+		return nil, nil
+	}
+	k := quoteIdent(r.spec.Keys[0])
+	rows, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT typeof(%s), count(*)::VARCHAR FROM __floe_keys GROUP BY ALL", k))
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		p := ref[1] + " IS NULL AND " + ref[1] + " IS NOT NULL"
+		return &p, nil
+	}
+	if len(rows) != 1 {
+		return nil, nil
+	}
+	var render string
+	switch rows[0][0] {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT":
+		render = k + "::VARCHAR"
+	case "VARCHAR":
+		render = `'''' || replace(` + k + `, '''', '''''') || ''''`
+	default:
+		return nil, nil
+	}
+	if n, _ := strconv.Atoi(rows[0][1]); n > maxPrunedKeys {
+		return nil, nil
+	}
+	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(%s, ', ') FROM __floe_keys", render))
+	if err != nil {
+		return nil, err
+	}
+	p := ref[1] + " IN (" + vals[0][0] + ")"
+	return &p, nil
+}
+
+func plainIdent(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
