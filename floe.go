@@ -33,6 +33,12 @@
 //
 //	func main() { os.Exit(cmdline.Main(t)) }
 //
+// SQL declares a transform from a SELECT (floe's sql type; it needs the
+// DuckDB engine, import _ "github.com/floedata/floe/sqltx/duckdb"):
+//
+//	t, err := floe.SQL(floe.SQLSpec{Name: "open_orders", Keys: []string{"id"}, Dst: "shop.open_orders",
+//		Query: "SELECT id, upper(customer) AS customer FROM shop.orders WHERE status = 'open'"})
+//
 // Package pipeline runs several in dependency order, on schedules, with
 // history and metrics.
 //

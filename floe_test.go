@@ -56,15 +56,22 @@ func activeOrders() *floe.Transform {
 // orders writes rows (id, status) to shop.orders in one snapshot.
 func orders(t *testing.T, cat *catalog.Catalog, rows ...any) {
 	t.Helper()
-	ctx := context.Background()
+	if err := appendOrders(context.Background(), cat, rows...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendOrders writes rows (id int, status string, ...) to shop.orders in
+// one snapshot.
+func appendOrders(ctx context.Context, cat *catalog.Catalog, rows ...any) error {
 	ident := table.Identifier{"shop", "orders"}
 	tbl, err := cat.Load(ctx, ident)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
@@ -74,11 +81,10 @@ func orders(t *testing.T, cat *catalog.Catalog, rows ...any) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	if _, err := tableops.Append(ctx, tableops.Target{Catalog: cat, Ident: ident}, func() iter.Seq2[arrow.RecordBatch, error] {
+	_, err = tableops.Append(ctx, tableops.Target{Catalog: cat, Ident: ident}, func() iter.Seq2[arrow.RecordBatch, error] {
 		return func(yield func(arrow.RecordBatch, error) bool) { rec.Retain(); yield(rec, nil) }
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
+	return err
 }
 
 func TestBuildAndStatus(t *testing.T) {

@@ -100,6 +100,7 @@ type TransformConfig struct {
 	TargetLag       Duration          `yaml:"target_lag" doc:"Schedule by freshness instead of every: floe run builds the transform when its lag (how long the oldest change of its inputs not in its outputs has waited) would pass this, as Snowflake's dynamic tables do. At most one of every and target_lag." example:"15m"`
 	Freshness       Freshness         `yaml:"freshness" doc:"Freshness targets of the outputs: warn_after and error_after, durations. floe status shows an output whose lag passed them as warn or error; floe status --check exits 3 when one passed error_after." example:"{warn_after: 30m, error_after: 2h}"`
 	SemanticVersion int               `yaml:"semantic_version" doc:"Bump it when the logic changed and the destination must be rebuilt in full on the next build." for:"sync,filter,merge,sql" example:"2"`
+	OnSchemaChange  string            `yaml:"on_schema_change" doc:"What a build does when the query's result schema no longer matches the destination's (a source column added under SELECT *, a type changed): rebuild (the default) rebuilds it in full with the new schema; evolve takes only added columns and widened types, keeping the other columns' field ids; fail fails the build naming the columns, committing nothing (docs/sql-transforms.md)." for:"sql" example:"fail"`
 	Engine          string            `yaml:"engine" doc:"Which engine builds it: local (floe, default), spark (Spark Connect) or auto (Spark when the planned work passes the threshold), as --engine; see docs/spark.md." example:"auto"`
 	Properties      map[string]string `yaml:"properties" doc:"Table properties the destination is created with." example:"{write.delete.mode: merge-on-read}"`
 
@@ -650,6 +651,11 @@ func (f *File) validate(p *parser) {
 		}
 		if tc.SemanticVersion < 0 && uses("semantic_version") {
 			bad("semantic_version", "%d: want 0 or more", tc.SemanticVersion)
+		}
+		switch tc.OnSchemaChange {
+		case "", "rebuild", "evolve", "fail":
+		default:
+			bad("on_schema_change", "%q: want rebuild, evolve or fail", tc.OnSchemaChange)
 		}
 	}
 }

@@ -296,7 +296,7 @@ func (tc TransformConfig) step() (*Step, error) {
 		var plan *sqltx.Plan
 		s.Transform, plan, err = sqltx.New(context.Background(), sqltx.Spec{Name: tc.Name, Query: tc.Query,
 			Dst: tc.Destination, Keys: tc.Key, PartitionBy: tc.PartitionBy, Properties: tc.Properties,
-			SemanticVersion: tc.SemanticVersion})
+			SemanticVersion: tc.SemanticVersion, OnSchemaChange: tc.OnSchemaChange})
 		if plan != nil {
 			s.Sources = plan.Tables
 		}

@@ -27,6 +27,10 @@ type Spec struct {
 	Properties  map[string]string // properties floe creates Dst with
 	// SemanticVersion, when bumped, rebuilds the destination in full.
 	SemanticVersion int
+	// OnSchemaChange says what a build does when the query's result schema
+	// no longer matches the destination's: SchemaRebuild ("" too),
+	// SchemaEvolve or SchemaFail.
+	OnSchemaChange string
 }
 
 // New parses the query with the registered engine (ErrNoEngine without
@@ -38,6 +42,9 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 	}
 	if strings.TrimSpace(spec.Query) == "" {
 		return nil, nil, fmt.Errorf("sql: a query is required")
+	}
+	if err := checkPolicy(spec.OnSchemaChange); err != nil {
+		return nil, nil, err
 	}
 	sess, err := Open(ctx)
 	if err != nil {
@@ -75,6 +82,9 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 		opts = append(opts, transform.WithReadMode(transform.Changelog))
 	}
 	compute := func(ctx *transform.Context) error {
+		if err := schemaChange(ctx, spec, plan); err != nil {
+			return err
+		}
 		ctx.SetSummary(SummaryRule, rule)
 		if rule == RuleFull {
 			ctx.SetSummary(SummaryRebuildReason, reason)

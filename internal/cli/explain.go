@@ -29,53 +29,62 @@ without watermarks, makes the next build full whatever the rule.`,
   floe explain pipeline.yaml active_orders --format jsonl`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			p, _, err := fileSource{}.load(a, args[:1])
-			if err != nil {
-				return err
-			}
-			steps, err := p.Select(args[1:]...)
-			if err != nil {
-				return usageError{err}
-			}
-			f, err := pipeline.Load(args[0])
-			if err != nil {
-				return err
-			}
-			cat, err := a.Catalog(ctx)
-			if err != nil {
-				return err
-			}
-			byName := map[string]pipeline.TransformConfig{}
-			for _, tc := range f.Transforms {
-				byName[tc.Name] = tc
-			}
-			cols := []column{{name: "transform", typ: strType}, {name: "type", typ: strType},
-				{name: "next_build", typ: strType}, {name: "rule", typ: strType}, {name: "reason", typ: strType}}
-			for _, s := range steps {
-				tc := byName[s.Name]
-				rule, why, err := ruleOf(ctx, tc)
-				if err != nil {
-					return fmt.Errorf("transform %q: %w", s.Name, err)
-				}
-				next := "incremental"
-				if rule == sqltx.RuleFull {
-					next = "full"
-				}
-				if r := destinationReason(ctx, cat, s.Destinations); r != "" {
-					next, why = "full", r
-				}
-				var reason any
-				if why != "" {
-					reason = why
-				}
-				for i, v := range []any{s.Name, s.Type, next, rule, reason} {
-					cols[i].values = append(cols[i].values, v)
-				}
-			}
-			return a.printColumns(cols)
+			return a.explain(cmd.Context(), args[0], args[1:], false)
 		},
 	}
+}
+
+// explain prints, per transform of the pipeline file path (or the named
+// ones), the rule it is maintained by and whether its next build is
+// incremental or full, and why; it builds nothing (floe explain, floe run
+// --explain). full says the builds are forced full (run --full).
+func (a *app) explain(ctx context.Context, path string, names []string, full bool) error {
+	p, _, err := fileSource{}.load(a, []string{path})
+	if err != nil {
+		return err
+	}
+	steps, err := p.Select(names...)
+	if err != nil {
+		return usageError{err}
+	}
+	f, err := pipeline.Load(path)
+	if err != nil {
+		return err
+	}
+	cat, err := a.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]pipeline.TransformConfig{}
+	for _, tc := range f.Transforms {
+		byName[tc.Name] = tc
+	}
+	cols := []column{{name: "transform", typ: strType}, {name: "type", typ: strType},
+		{name: "next_build", typ: strType}, {name: "rule", typ: strType}, {name: "reason", typ: strType}}
+	for _, s := range steps {
+		tc := byName[s.Name]
+		rule, why, err := ruleOf(ctx, tc)
+		if err != nil {
+			return fmt.Errorf("transform %q: %w", s.Name, err)
+		}
+		next := "incremental"
+		if rule == sqltx.RuleFull {
+			next = "full"
+		}
+		if r := destinationReason(ctx, cat, s.Destinations); r != "" {
+			next, why = "full", r
+		} else if full {
+			next, why = "full", "--full"
+		}
+		var reason any
+		if why != "" {
+			reason = why
+		}
+		for i, v := range []any{s.Name, s.Type, next, rule, reason} {
+			cols[i].values = append(cols[i].values, v)
+		}
+	}
+	return a.printColumns(cols)
 }
 
 // ruleOf names the rule a transform is maintained by, and for a full

@@ -91,6 +91,7 @@ type pipelineFlags struct {
 	once       bool
 	every      time.Duration
 	full       bool
+	explain    bool
 	logFormat  string
 	statusFile string
 	serve      serveFlags
@@ -126,8 +127,10 @@ a failure. Every run is recorded for status; logs are structured (--log-format
 text|json). --metrics-addr serves Prometheus metrics (/metrics, /healthz, /readyz)
 and --http the status page; both bind 127.0.0.1 unless given another host, and
 have no authentication: they show table names, snapshot ids, times, row counts
-and error messages, never data rows.`
+and error messages, never data rows. --explain prints what floe explain prints and
+builds nothing.`
 	example := `  floe run pipeline.yaml --once
+  floe run pipeline.yaml --explain
   floe run pipeline.yaml active_orders --once --full
   floe run pipeline.yaml --every 15m --log-format json --metrics-addr 127.0.0.1:9090 --http 127.0.0.1:8080`
 	if !fromFile {
@@ -141,11 +144,18 @@ and error messages, never data rows.`
 		Long:    long,
 		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.explain {
+				if f.every != 0 {
+					return usagef("--explain builds nothing: use it without --every")
+				}
+				return a.explain(cmd.Context(), args[0], args[1:], f.full)
+			}
 			return runPipeline(cmd.Context(), a, src, args, f, true)
 		},
 	}
 	if fromFile {
 		c.Args = cobra.MinimumNArgs(1)
+		c.Flags().BoolVar(&f.explain, "explain", false, "print what floe explain prints (per transform: incremental or full, the rule, why) and build nothing")
 	}
 	f.addRun(c, true)
 	return c
