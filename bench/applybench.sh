@@ -19,6 +19,8 @@
 #   LAYOUTS=flat KEYS=uniform MODES='equality baseline' bench/applybench.sh 3
 #   ROOT=/path OUT=/path bench/applybench.sh     # where warehouses and results go
 #   MEMORY_BUDGET=268435456 bench/applybench.sh  # merge.WithMemoryBudget (default: floe's)
+#   TIMEV=1 bench/applybench.sh                  # also /usr/bin/time -v of each apply process
+#                                                # (whole-process peak RSS) into OUT/time-v.txt
 #
 # Disk: about 2 x 1.2 GB per layout at 10M rows (a pristine copy and a
 # working copy, hard-linked where files are never rewritten); removed at
@@ -88,7 +90,12 @@ for r in $(seq 1 "$rounds"); do
 			for m in $order; do
 				fresh "$l"
 				echo "# $l/$k/$m load average $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/round-$r.txt"
-				"$bin" -phase apply -warehouse "$root/work/$l" -layout "$l" -keys "$k" -mode "$m" "${size[@]}" -changes "$changes" \
+				timev=()
+				if [[ "${TIMEV:-0}" == 1 ]]; then
+					echo "# $l/$k/$m round $r" >> "$out/time-v.txt"
+					timev=(/usr/bin/time -a -o "$out/time-v.txt" -v)
+				fi
+				"${timev[@]}" "$bin" -phase apply -warehouse "$root/work/$l" -layout "$l" -keys "$k" -mode "$m" "${size[@]}" -changes "$changes" \
 					-changes-file "$root/changes-$k-$changes.arrow" -memory-budget "$budget" \
 					| tee -a "$out/round-$r.txt" >&2
 			done

@@ -691,3 +691,80 @@ func TestMergeSpillCardinality(t *testing.T) {
 		}
 	}
 }
+
+// TestApplySpillHotKey: a change set where a few keys carry most of the
+// rows (one key updated 20,000 times, one changed 8,000 times and deleted
+// last, one new key changed 8,000 times and inserted last, in random
+// order, with a sequence column) spills past a small budget, in every
+// delete mode, and gives the table the model gives, as Apply in memory
+// does: a key's changes collapse to its winner as they spill, so one key
+// never has to come back from disk whole.
+func TestApplySpillHotKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(modelSeed(t), 14))
+	k := spillKeyKinds[0] // id long
+	c := spillCase{keys: k, withSeq: true}
+	live := map[int64][]any{}
+	for i := range int64(1500) {
+		r := []any{i, fmt.Sprintf("v0-%d", i), int64(i % 3)}
+		c.initial = append(c.initial, r)
+		live[i] = r
+	}
+	hot := func(id int64, n int, last string) {
+		for s := range n {
+			kind := []string{merge.UpdateAfter, merge.Delete, merge.Insert, merge.UpdateBefore}[rng.IntN(4)]
+			if s == n-1 {
+				kind = last
+			}
+			c.changes = append(c.changes, change{row: []any{id, fmt.Sprintf("hot-%d-%d", id, s), int64(1)}, kind: kind, seq: int64(s)})
+		}
+	}
+	hot(7, 20_000, merge.UpdateAfter)
+	live[7] = []any{int64(7), "hot-7-19999", int64(1)}
+	hot(8, 8_000, merge.Delete)
+	delete(live, 8)
+	hot(1600, 8_000, merge.Insert)
+	live[1600] = []any{int64(1600), "hot-1600-7999", int64(1)}
+	for i := int64(10); i < 1500; i += 2 {
+		r := []any{i, fmt.Sprintf("v1-%d", i), int64(2)}
+		c.changes = append(c.changes, change{row: r, kind: merge.UpdateAfter, seq: 1})
+		live[i] = r
+	}
+	rng.Shuffle(len(c.changes), func(i, j int) { c.changes[i], c.changes[j] = c.changes[j], c.changes[i] })
+	for _, r := range live {
+		c.expected = append(c.expected, r)
+	}
+	e := tabletest.New(t)
+	for mi, m := range spillModes {
+		var results [2][]string
+		for bi, budget := range []int64{0, spillBudget} {
+			name := fmt.Sprintf("hot%d_%d", mi, bi)
+			as := createWith(t, e, name, c, m.props)
+			sch, recs, err := c.changeRecords(as)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := merge.Apply(e.Ctx, e.Cat, e.Target(name, "").Ident, sch, replay(recs), k.keys,
+				merge.WithDeleteMode(m.del), merge.WithMemoryBudget(budget), merge.WithTempDir(t.TempDir()),
+				merge.WithSequenceColumn("seq"))
+			releaseRecs(recs)
+			if err != nil {
+				t.Fatalf("%s, budget %d: %v", m.name, budget, err)
+			}
+			if (budget > 0) != (res.Spilled > 0) {
+				t.Fatalf("%s, budget %d: spilled %d bytes", m.name, budget, res.Spilled)
+			}
+			if res.Deletes != 1 || res.Upserts != 2+745 {
+				t.Fatalf("%s, budget %d: %d upserts and %d deletes, want %d and 1", m.name, budget, res.Upserts, res.Deletes, 2+745)
+			}
+			if results[bi], err = e.Rows(e.Load(name), scan.At{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := expectedRows(t, tabletest.ArrowSchema(e.Load("hot0_0")), c.expected)
+		for bi, label := range []string{"in memory", "spilled"} {
+			if d := diffRows(results[bi], want); d != "" {
+				t.Fatalf("%s, %s: table differs from the model: %s", m.name, label, d)
+			}
+		}
+	}
+}

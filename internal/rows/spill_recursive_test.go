@@ -193,39 +193,7 @@ func TestPartitionerCombine(t *testing.T) {
 	recs := skewBatches(keys, 20)
 	defer releaseAll(recs)
 	combined := 0
-	lastPerKey := func(ctx context.Context, in []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-		combined++
-		last := map[int64][2]int{}
-		var order []int64
-		for b, r := range in {
-			ks := r.Column(1).(*array.Int64)
-			for i := range ks.Len() {
-				if _, ok := last[ks.Value(i)]; !ok {
-					order = append(order, ks.Value(i))
-				}
-				last[ks.Value(i)] = [2]int{b, i}
-			}
-		}
-		// Keep them in the order of their last rows.
-		slices.SortFunc(order, func(a, b int64) int {
-			x, y := last[a], last[b]
-			if x[0] != y[0] {
-				return x[0] - y[0]
-			}
-			return x[1] - y[1]
-		})
-		bld := array.NewRecordBuilder(memory.DefaultAllocator, skewSchema)
-		defer bld.Release()
-		for _, k := range order {
-			at := last[k]
-			r := in[at[0]]
-			bld.Field(0).(*array.Int64Builder).Append(r.Column(0).(*array.Int64).Value(at[1]))
-			bld.Field(1).(*array.Int64Builder).Append(k)
-			bld.Field(2).(*array.StringBuilder).Append(r.Column(2).(*array.String).Value(at[1]))
-		}
-		releaseAll(in)
-		return []arrow.RecordBatch{bld.NewRecordBatch()}, nil
-	}
+	lastPerKey := lastPerKeyCounting(&combined)
 	p := rows.NewPartitionerWith(skewSchema, []int{1}, rows.PartitionOptions{Budget: 32 << 10, TempDir: t.TempDir(), Whole: true, Combine: lastPerKey})
 	defer p.Close()
 	for _, r := range recs {
@@ -264,5 +232,107 @@ func TestPartitionerCombine(t *testing.T) {
 func releaseAll(recs []arrow.RecordBatch) {
 	for _, r := range recs {
 		r.Release()
+	}
+}
+
+// lastPerKeyCounting is a Combine that keeps the last row of each key, in
+// the order of those rows, counting its calls in combined.
+func lastPerKeyCounting(combined *int) func(context.Context, []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+	return func(ctx context.Context, in []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+		*combined++
+		last := map[int64][2]int{}
+		var order []int64
+		for b, r := range in {
+			ks := r.Column(1).(*array.Int64)
+			for i := range ks.Len() {
+				if _, ok := last[ks.Value(i)]; !ok {
+					order = append(order, ks.Value(i))
+				}
+				last[ks.Value(i)] = [2]int{b, i}
+			}
+		}
+		// Keep them in the order of their last rows.
+		slices.SortFunc(order, func(a, b int64) int {
+			x, y := last[a], last[b]
+			if x[0] != y[0] {
+				return x[0] - y[0]
+			}
+			return x[1] - y[1]
+		})
+		bld := array.NewRecordBuilder(memory.DefaultAllocator, skewSchema)
+		defer bld.Release()
+		for _, k := range order {
+			at := last[k]
+			r := in[at[0]]
+			bld.Field(0).(*array.Int64Builder).Append(r.Column(0).(*array.Int64).Value(at[1]))
+			bld.Field(1).(*array.Int64Builder).Append(k)
+			bld.Field(2).(*array.StringBuilder).Append(r.Column(2).(*array.String).Value(at[1]))
+		}
+		releaseAll(in)
+		return []arrow.RecordBatch{bld.NewRecordBatch()}, nil
+	}
+}
+
+// TestPartitionerCombineHotKey: one key repeated far more often than the
+// budget holds, among keys that all fall into one first-level partition,
+// comes back within the budget when a Combine reduces each key's rows as
+// they spill (as Apply's collapse to the winning change does): no
+// partition handed back is over the budget, and each key's last row is
+// what comes back for it.
+func TestPartitionerCombineHotKey(t *testing.T) {
+	const budget = 32 << 10
+	keys := skewedKeys(1000, 6)
+	var recs []arrow.RecordBatch
+	recs = append(recs, skewBatches([]int64{keys[0]}, 20_000)...) // the hot key: about 2.4 MB of rows
+	defer releaseAll(recs)
+	combined := 0
+	p := rows.NewPartitionerWith(skewSchema, []int{1}, rows.PartitionOptions{Budget: budget, TempDir: t.TempDir(), Whole: true, Combine: lastPerKeyCounting(&combined)})
+	defer p.Close()
+	for _, r := range recs {
+		if err := p.Add(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Then every skewed key once, with sequence numbers after the hot key's.
+	b := array.NewRecordBuilder(memory.DefaultAllocator, skewSchema)
+	defer b.Release()
+	for i, k := range keys {
+		b.Field(0).(*array.Int64Builder).Append(int64(20_000 + i))
+		b.Field(1).(*array.Int64Builder).Append(k)
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("%0100d", i))
+	}
+	tail := b.NewRecordBatch()
+	defer tail.Release()
+	if err := p.Add(context.Background(), tail); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]int64{}
+	for part, err := range p.Partitions() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := int64(0)
+		for _, rec := range part {
+			size += rows.RecordSize(rec)
+			seqs, ks := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+			for i := range ks.Len() {
+				got[ks.Value(i)] = max(got[ks.Value(i)], seqs.Value(i))
+			}
+			rec.Release()
+		}
+		if size > budget {
+			t.Errorf("a partition of %d bytes came back, over the budget of %d", size, budget)
+		}
+	}
+	if combined == 0 || !p.Spilled() {
+		t.Fatalf("combined %d times, spilled %v: want both", combined, p.Spilled())
+	}
+	if len(got) != len(keys) {
+		t.Fatalf("%d keys back, want %d", len(got), len(keys))
+	}
+	for i, k := range keys {
+		if want := int64(20_000 + i); got[k] != want {
+			t.Fatalf("key %d: last row %d, want %d", k, got[k], want)
+		}
 	}
 }
