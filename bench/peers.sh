@@ -98,6 +98,7 @@ echo "# warehouse $(du -sh "$root/pristine" | cut -f1), changes $(du -h "$root/c
 if [[ " $scenarios " == *" changelog "* ]]; then
 	fresh
 	start=$(f table snapshots bench.t_v2 --format jsonl | tail -1 | sed -n 's/.*"snapshot_id":\([0-9]*\).*/\1/p')
+	[[ -n "$start" ]] || { echo "bench/peers.sh: no snapshot id in floe table snapshots bench.t_v2" >&2; exit 1; }
 	f table update bench.t_v2 --set "score = score + 1" --where "id % 100 = 7" >/dev/null
 	rm -rf "$root/cl"
 	mv "$root/work" "$root/cl"
