@@ -47,7 +47,7 @@ root=${ROOT:-$(mktemp -d "${TMPDIR:-/tmp}/floe-peers.XXXXXX")}
 root=$(cd "$root" && pwd)
 mkdir -p "$root"
 if [[ "${KEEP:-0}" != 1 ]]; then
-	trap 'rm -rf "$root/work" "$root/pristine" "$root/cl" "$root/spark-local"' EXIT
+	trap 'rm -rf "$root/work" "$root/pristine" "$root/spark-local"' EXIT
 fi
 drv=$repo/bench/peers
 go build -o "$root/floe" ./cmd/floe
@@ -94,16 +94,15 @@ if [[ ! -f "$root/pristine/catalog.db" ]]; then
 fi
 echo "# warehouse $(du -sh "$root/pristine" | cut -f1), changes $(du -h "$root/changes.parquet" | cut -f1)" | tee -a "$res"
 
-# The changelog warehouse: the pristine t_v2 after a copy-on-write update of 1% of its rows.
-if [[ " $scenarios " == *" changelog "* ]]; then
+# The changelog's table: the pristine t_v2 after a copy-on-write update of 1% of its rows, made on a
+# fresh copy before each round's changelog runs (read-only, so the engines share it); the metadata holds
+# absolute paths, so it stays at $root/work.
+start=$("$root/floe" --warehouse "$root/pristine" --quiet table snapshots bench.t_v2 --format jsonl | tail -1 | sed -n 's/.*"snapshot_id":\([0-9]*\).*/\1/p')
+[[ -n "$start" ]] || { echo "bench/peers.sh: no snapshot id in floe table snapshots bench.t_v2" >&2; exit 1; }
+changelog_table() {
 	fresh
-	start=$(f table snapshots bench.t_v2 --format jsonl | tail -1 | sed -n 's/.*"snapshot_id":\([0-9]*\).*/\1/p')
-	[[ -n "$start" ]] || { echo "bench/peers.sh: no snapshot id in floe table snapshots bench.t_v2" >&2; exit 1; }
 	f table update bench.t_v2 --set "score = score + 1" --where "id % 100 = 7" >/dev/null
-	rm -rf "$root/cl"
-	mv "$root/work" "$root/cl"
-	echo "# changelog: from snapshot $start, the 1% update of t_v2 after it" | tee -a "$res"
-fi
+}
 
 run() { # run SCENARIO ENGINE ROUND
 	local sc=$1 e=$2 r=$3 t=t_v2 out=$root/out.txt s0 s1 wall
@@ -111,14 +110,14 @@ run() { # run SCENARIO ENGINE ROUND
 	if [[ $sc == changelog ]]; then
 		case $e in
 		floe)
-			/usr/bin/time -f '%e %M' -o "$root/time.txt" "$root/floe" --warehouse "$root/cl" --quiet changelog bench.t_v2 \
+			/usr/bin/time -f '%e %M' -o "$root/time.txt" "$root/floe" --warehouse "$root/work" --quiet changelog bench.t_v2 \
 				--start-snapshot-id "$start" --key id --format parquet --output "$root/cl.parquet" >"$out" 2>&1 || { tail -5 "$out" >&2; return 1; }
 			read -r wall kb <"$root/time.txt"
 			record "$sc" floe "$r" "$wall" - "$((kb / 1024))" "$("$py" "$drv/tools.py" clsum "$root/cl.parquet" | tr -d ' ')"
 			;;
 		spark)
 			s0=$(date +%s%N)
-			(cd "$drv" && "$py" spark.py changelog "$root/cl" bench.t_v2 "$start" "$jars" "$mem") >"$out" 2>"$root/spark.log" || { tail -20 "$root/spark.log" >&2; return 1; }
+			(cd "$drv" && "$py" spark.py changelog "$root/work" bench.t_v2 "$start" "$jars" "$mem") >"$out" 2>"$root/spark.log" || { tail -20 "$root/spark.log" >&2; return 1; }
 			s1=$(date +%s%N)
 			record "$sc" spark "$r" "$(field statement_s "$out")" "$(awk -v a="$(field start_s "$out")" -v b="$(field statement_s "$out")" 'BEGIN{printf "%.1f", a+b}')" \
 				"$(field peak_rss_mib "$out")" "$(field rows "$out")"
@@ -155,6 +154,7 @@ for r in $(seq 1 "$rounds"); do
 	((r % 2 == 0)) && order=$(echo "$engines" | tr ' ' '\n' | tac | tr '\n' ' ')
 	echo "## round $r ($order), load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$res" >&2
 	for sc in $scenarios; do
+		[[ $sc == changelog ]] && changelog_table
 		for e in $order; do
 			run "$sc" "$e" "$r"
 		done
