@@ -28,8 +28,60 @@ type CompactOptions struct {
 	// select (see CompactionPolicy); false rewrites every data file.
 	Auto bool
 	// Files, when set, limits the candidates to these data file paths (the
-	// files a build touched); paths no longer live are ignored.
+	// files a build touched or added; paths no longer live are ignored):
+	// without Auto they are rewritten; with Auto those over the delete
+	// thresholds are, and small files are bin-packed in the partitions
+	// holding them.
 	Files []string
+	// Snapshot, when set, adds to Files the data files that snapshot (a
+	// build's commit) added or added delete files for; when it is no
+	// longer in the branch's head state nothing more is added.
+	Snapshot int64
+	// MergeOnReadOnly commits nothing unless one of the table's write
+	// modes (write.delete.mode, write.update.mode, write.merge.mode) is
+	// merge-on-read: the automatic compaction after a build.
+	MergeOnReadOnly bool
+}
+
+// mergeOnRead reports whether one of the table's write modes is
+// merge-on-read.
+func mergeOnRead(props iceberg.Properties) bool {
+	for _, op := range []write.Op{write.OpDelete, write.OpUpdate, write.OpMerge} {
+		if m, err := write.ModeFor(props, op); err == nil && m == write.MergeOnRead {
+			return true
+		}
+	}
+	return false
+}
+
+// touchedBy lists the data files of st that snapshot id added, or that a
+// delete file it added applies to.
+func touchedBy(st *scan.State, id int64) []string {
+	var out []string
+	added := map[string]bool{}
+	for _, d := range st.Deletes {
+		if d.SnapshotID == id {
+			added[d.Path()] = true
+		}
+	}
+	for _, e := range st.Data {
+		if e.SnapshotID == id {
+			out = append(out, e.Path())
+			continue
+		}
+		if len(added) == 0 {
+			continue
+		}
+		d := st.DeletesFor(e)
+		hit := d.DV != nil && added[d.DV.FilePath()]
+		for _, f := range append(append([]iceberg.DataFile(nil), d.Pos...), d.Eq...) {
+			hit = hit || added[f.FilePath()]
+		}
+		if hit {
+			out = append(out, e.Path())
+		}
+	}
+	return out
 }
 
 // The table properties that bound read amplification (CompactionPolicy).
@@ -162,14 +214,36 @@ func namesOnly(f iceberg.DataFile, path string) bool {
 // filePathFieldID is the field ID of file_path in position delete files.
 const filePathFieldID = 2147483546
 
-// selectFiles picks the data files of st that p says to rewrite, among
-// only (all when nil).
+func partitionKey(e *scan.Entry) string {
+	return fmt.Sprintf("%d/%v", e.File.SpecID(), e.File.Partition())
+}
+
+// selectFiles picks the data files of st that p says to rewrite: of the
+// files in only (all when nil), those over the delete thresholds; and the
+// small files of every partition holding one of them, when there are
+// enough to bin-pack.
 func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool) []*scan.Entry {
 	var out []*scan.Entry
 	small := map[string][]*scan.Entry{}
 	var order []string
+	parts := map[string]bool{}
 	for _, e := range st.Data {
+		if only == nil || only[e.Path()] {
+			parts[partitionKey(e)] = true
+		}
+	}
+	for _, e := range st.Data {
+		if !parts[partitionKey(e)] {
+			continue
+		}
 		if only != nil && !only[e.Path()] {
+			if e.File.FileSizeBytes() < p.MinFileSizeBytes {
+				k := partitionKey(e)
+				if _, ok := small[k]; !ok {
+					order = append(order, k)
+				}
+				small[k] = append(small[k], e)
+			}
 			continue
 		}
 		d := st.DeletesFor(e)
@@ -183,7 +257,7 @@ func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool) []*s
 			continue
 		}
 		if e.File.FileSizeBytes() < p.MinFileSizeBytes {
-			k := fmt.Sprintf("%d/%v", e.File.SpecID(), e.File.Partition())
+			k := partitionKey(e)
 			if _, ok := small[k]; !ok {
 				order = append(order, k)
 			}
@@ -228,6 +302,9 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	if base == nil {
 		return res, nil
 	}
+	if opts.MergeOnReadOnly && !mergeOnRead(tbl.Properties()) {
+		return res, nil
+	}
 	var pol CompactionPolicy
 	if opts.Auto {
 		if pol, err = PolicyFor(tbl.Properties()); err != nil {
@@ -247,12 +324,17 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	}
 	files := st.Data
 	dropDeletes := st.Deletes
-	if opts.Auto || opts.Files != nil {
+	if opts.Auto || opts.Files != nil || opts.Snapshot != 0 {
 		var only map[string]bool
-		if opts.Files != nil {
+		if opts.Files != nil || opts.Snapshot != 0 {
 			only = map[string]bool{}
 			for _, f := range opts.Files {
 				only[f] = true
+			}
+			if opts.Snapshot != 0 {
+				for _, f := range touchedBy(st, opts.Snapshot) {
+					only[f] = true
+				}
 			}
 		}
 		if opts.Auto {
