@@ -2,6 +2,8 @@ package tableops
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -17,12 +19,281 @@ import (
 // incremental reads report nothing for it. It commits through package
 // commit (retries on conflicts, lost answers resolved, files owned).
 func Compact(ctx context.Context, t Target) (*Outcome, error) {
-	return commitOp(ctx, t, "compact", func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
-		return compactOnce(ctx, tbl, t.Branch, reuse)
+	return CompactWith(ctx, t, CompactOptions{})
+}
+
+// CompactOptions choose what CompactWith rewrites.
+type CompactOptions struct {
+	// Auto rewrites only the data files the table's compaction thresholds
+	// select (see CompactionPolicy); false rewrites every data file.
+	Auto bool
+	// Files, when set, limits the candidates to these data file paths (the
+	// files a build touched or added; paths no longer live are ignored):
+	// without Auto they are rewritten; with Auto those over the delete
+	// thresholds are, and small files are bin-packed in the partitions
+	// holding them.
+	Files []string
+	// Snapshot, when set, adds to Files the data files that snapshot (a
+	// build's commit) added or added delete files for; when it is no
+	// longer in the branch's head state nothing more is added.
+	Snapshot int64
+	// MergeOnReadOnly commits nothing unless one of the table's write
+	// modes (write.delete.mode, write.update.mode, write.merge.mode) is
+	// merge-on-read: the automatic compaction after a build.
+	MergeOnReadOnly bool
+}
+
+// mergeOnRead reports whether one of the table's write modes is
+// merge-on-read.
+func mergeOnRead(props iceberg.Properties) bool {
+	for _, op := range []write.Op{write.OpDelete, write.OpUpdate, write.OpMerge} {
+		if m, err := write.ModeFor(props, op); err == nil && m == write.MergeOnRead {
+			return true
+		}
+	}
+	return false
+}
+
+// touchedBy lists the data files of st that snapshot id added, or that a
+// delete file it added applies to.
+func touchedBy(st *scan.State, id int64) []string {
+	var out []string
+	added := map[string]bool{}
+	for _, d := range st.Deletes {
+		if d.SnapshotID == id {
+			added[d.Path()] = true
+		}
+	}
+	for _, e := range st.Data {
+		if e.SnapshotID == id {
+			out = append(out, e.Path())
+			continue
+		}
+		if len(added) == 0 {
+			continue
+		}
+		d := st.DeletesFor(e)
+		hit := d.DV != nil && added[d.DV.FilePath()]
+		for _, f := range append(append([]iceberg.DataFile(nil), d.Pos...), d.Eq...) {
+			hit = hit || added[f.FilePath()]
+		}
+		if hit {
+			out = append(out, e.Path())
+		}
+	}
+	return out
+}
+
+// The table properties that bound read amplification (CompactionPolicy).
+// Names follow Iceberg's rewrite_data_files options where it has one.
+const (
+	PropCompactionEnabled         = "floe.compaction.enabled"
+	PropCompactionDeleteThreshold = "floe.compaction.delete-file-threshold"
+	PropCompactionDeletedRatio    = "floe.compaction.deleted-ratio"
+	PropCompactionMinFileSize     = "floe.compaction.min-file-size-bytes"
+	PropCompactionMinInputFiles   = "floe.compaction.min-input-files"
+	PropTargetFileSize            = "write.target-file-size-bytes"
+)
+
+// CompactionPolicy holds the thresholds of automatic (targeted)
+// compaction, read from the table's properties:
+//
+//   - floe.compaction.enabled (default true): false turns automatic
+//     compaction off (an explicit full Compact still runs).
+//   - floe.compaction.delete-file-threshold (default 4): a data file with at
+//     least this many delete files applying to it is rewritten (Iceberg's
+//     delete-file-threshold).
+//   - floe.compaction.deleted-ratio (default 0.2): a data file of which at
+//     least this fraction of rows is deleted (by its deletion vector and
+//     the position delete files naming it) is rewritten.
+//   - floe.compaction.min-file-size-bytes (default 75% of
+//     write.target-file-size-bytes, itself 512 MiB by default): data files
+//     below it are small; when a partition has at least
+//     floe.compaction.min-input-files (default 5) small files, they are
+//     bin-packed into new files of the target size (Iceberg's
+//     min-file-size-bytes and min-input-files).
+type CompactionPolicy struct {
+	Enabled             bool
+	DeleteFileThreshold int
+	DeletedRatio        float64
+	MinFileSizeBytes    int64
+	MinInputFiles       int
+	TargetFileSizeBytes int64
+}
+
+// Default compaction thresholds.
+const (
+	DefaultCompactionDeleteThreshold = 4
+	DefaultCompactionDeletedRatio    = 0.2
+	DefaultCompactionMinInputFiles   = 5
+	DefaultTargetFileSizeBytes       = 512 << 20
+)
+
+// PolicyFor reads the compaction thresholds from table properties; a
+// malformed value is an error naming the property.
+func PolicyFor(props iceberg.Properties) (CompactionPolicy, error) {
+	p := CompactionPolicy{Enabled: true, DeleteFileThreshold: DefaultCompactionDeleteThreshold,
+		DeletedRatio: DefaultCompactionDeletedRatio, MinInputFiles: DefaultCompactionMinInputFiles,
+		TargetFileSizeBytes: DefaultTargetFileSizeBytes}
+	bad := func(k, v, want string) error {
+		return fmt.Errorf("table property %s=%q: want %s", k, v, want)
+	}
+	if v, ok := props[PropCompactionEnabled]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return p, bad(PropCompactionEnabled, v, "true or false")
+		}
+		p.Enabled = b
+	}
+	ints := []struct {
+		key string
+		dst *int64
+	}{{PropTargetFileSize, &p.TargetFileSizeBytes}, {PropCompactionMinFileSize, &p.MinFileSizeBytes}}
+	for _, x := range ints {
+		if v, ok := props[x.key]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return p, bad(x.key, v, "a positive number of bytes")
+			}
+			*x.dst = n
+		}
+	}
+	if _, ok := props[PropCompactionMinFileSize]; !ok {
+		p.MinFileSizeBytes = p.TargetFileSizeBytes / 4 * 3
+	}
+	for _, x := range []struct {
+		key string
+		dst *int
+	}{{PropCompactionDeleteThreshold, &p.DeleteFileThreshold}, {PropCompactionMinInputFiles, &p.MinInputFiles}} {
+		if v, ok := props[x.key]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return p, bad(x.key, v, "a whole number of at least 1")
+			}
+			*x.dst = n
+		}
+	}
+	if v, ok := props[PropCompactionDeletedRatio]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return p, bad(PropCompactionDeletedRatio, v, "a fraction in (0, 1]")
+		}
+		p.DeletedRatio = f
+	}
+	return p, nil
+}
+
+// deletedRows estimates the rows of e its deletes remove: the cardinality
+// of its deletion vector plus the positions of the position delete files
+// that name it alone (shared position delete files and equality deletes
+// are counted by DeleteFileThreshold only).
+func deletedRows(e *scan.Entry, d scan.Deletes) int64 {
+	var n int64
+	if d.DV != nil {
+		n += d.DV.Count()
+	}
+	for _, f := range d.Pos {
+		if namesOnly(f, e.Path()) {
+			n += f.Count()
+		}
+	}
+	return n
+}
+
+// namesOnly reports whether the position delete file f holds positions of
+// the data file path only: by its referenced data file, or by its
+// file_path bounds when the manifest kept no reference.
+func namesOnly(f iceberg.DataFile, path string) bool {
+	if ref := f.ReferencedDataFile(); ref != nil {
+		return *ref == path
+	}
+	lo, hi := f.LowerBoundValues()[filePathFieldID], f.UpperBoundValues()[filePathFieldID]
+	return lo != nil && string(lo) == path && string(hi) == path
+}
+
+// filePathFieldID is the field ID of file_path in position delete files.
+const filePathFieldID = 2147483546
+
+func partitionKey(e *scan.Entry) string {
+	return fmt.Sprintf("%d/%v", e.File.SpecID(), e.File.Partition())
+}
+
+// selectFiles picks the data files of st that p says to rewrite: of the
+// files in only (all when nil), those over the delete thresholds; and the
+// small files of every partition holding one of them, when there are
+// enough to bin-pack.
+func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool) []*scan.Entry {
+	var out []*scan.Entry
+	small := map[string][]*scan.Entry{}
+	var order []string
+	parts := map[string]bool{}
+	for _, e := range st.Data {
+		if only == nil || only[e.Path()] {
+			parts[partitionKey(e)] = true
+		}
+	}
+	for _, e := range st.Data {
+		if !parts[partitionKey(e)] {
+			continue
+		}
+		if only != nil && !only[e.Path()] {
+			if e.File.FileSizeBytes() < p.MinFileSizeBytes {
+				k := partitionKey(e)
+				if _, ok := small[k]; !ok {
+					order = append(order, k)
+				}
+				small[k] = append(small[k], e)
+			}
+			continue
+		}
+		d := st.DeletesFor(e)
+		nd := len(d.Pos) + len(d.Eq)
+		if d.DV != nil {
+			nd++
+		}
+		rows := e.File.Count()
+		if nd > 0 && (nd >= p.DeleteFileThreshold || (rows > 0 && float64(deletedRows(e, d))/float64(rows) >= p.DeletedRatio)) {
+			out = append(out, e)
+			continue
+		}
+		if e.File.FileSizeBytes() < p.MinFileSizeBytes {
+			k := partitionKey(e)
+			if _, ok := small[k]; !ok {
+				order = append(order, k)
+			}
+			small[k] = append(small[k], e)
+		}
+	}
+	for _, k := range order {
+		if len(small[k]) >= p.MinInputFiles {
+			out = append(out, small[k]...)
+		}
+	}
+	return out
+}
+
+// CompactWith is Compact limited as opts say: with opts.Auto it rewrites
+// only the data files over the table's thresholds (CompactionPolicy),
+// dropping their deletion vectors and the position delete files that name
+// only them; nothing is committed when none is. Each attempt is computed
+// from the head it read; when another writer commits first (a delete of
+// rows in the files it rewrites, say), package commit retries it on the
+// new head, so no concurrent change is lost.
+func CompactWith(ctx context.Context, t Target, opts CompactOptions) (*Outcome, error) {
+	op := "compact"
+	if opts.Auto {
+		op = "compact-auto"
+	}
+	return commitOp(ctx, t, op, func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+		return compactOnce(ctx, tbl, t.Branch, reuse, opts)
 	})
 }
 
-func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *write.Reuse) (*write.Result, error) {
+// compactHook, when set (by tests), runs after an attempt has read the
+// rows it rewrites and before it commits.
+var compactHook func()
+
+func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *write.Reuse, opts CompactOptions) (*write.Result, error) {
 	base, err := write.BranchHead(tbl, branch)
 	if err != nil {
 		return nil, err
@@ -30,6 +301,18 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	res := &write.Result{Table: tbl, Branch: branch, Base: base, Mode: write.CopyOnWrite}
 	if base == nil {
 		return res, nil
+	}
+	if opts.MergeOnReadOnly && !mergeOnRead(tbl.Properties()) {
+		return res, nil
+	}
+	var pol CompactionPolicy
+	if opts.Auto {
+		if pol, err = PolicyFor(tbl.Properties()); err != nil {
+			return nil, err
+		}
+		if !pol.Enabled {
+			return res, nil
+		}
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
@@ -39,7 +322,34 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	if err != nil {
 		return nil, err
 	}
-	if len(st.Data) == 0 {
+	files := st.Data
+	dropDeletes := st.Deletes
+	if opts.Auto || opts.Files != nil || opts.Snapshot != 0 {
+		var only map[string]bool
+		if opts.Files != nil || opts.Snapshot != 0 {
+			only = map[string]bool{}
+			for _, f := range opts.Files {
+				only[f] = true
+			}
+			if opts.Snapshot != 0 {
+				for _, f := range touchedBy(st, opts.Snapshot) {
+					only[f] = true
+				}
+			}
+		}
+		if opts.Auto {
+			files = pol.selectFiles(st, only)
+		} else {
+			files = nil
+			for _, e := range st.Data {
+				if only[e.Path()] {
+					files = append(files, e)
+				}
+			}
+		}
+		dropDeletes = droppable(st, files)
+	}
+	if len(files) == 0 {
 		return res, nil
 	}
 	reader, err := scan.NewReader(ctx, tbl, nil)
@@ -52,7 +362,7 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	}
 	var maxSeq int64
 	stream := func(yield func(arrow.RecordBatch, error) bool) {
-		for _, e := range st.Data {
+		for _, e := range files {
 			maxSeq = max(maxSeq, e.DataSeq)
 			_, seq, err := reader.Live(ctx, e.File, st.DeletesFor(e), nil)
 			if err != nil {
@@ -77,24 +387,27 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	if err != nil {
 		return nil, err
 	}
+	if compactHook != nil {
+		compactHook()
+	}
 	for _, df := range added {
 		res.AddData = append(res.AddData, df)
 		res.RowsAdded += df.Count()
 	}
-	for _, e := range st.Data {
+	for _, e := range files {
 		res.RemoveData = append(res.RemoveData, e.File)
 		res.Touched = append(res.Touched, e.Path())
 		res.RowsRemoved += e.File.Count()
 	}
-	for _, e := range st.Deletes {
+	for _, e := range dropDeletes {
 		res.RemoveDeletes = append(res.RemoveDeletes, e.File)
 	}
 	res.Stager = func(ctx context.Context, tx *table.Transaction, snapshotProps iceberg.Properties) error {
 		rw := tx.NewRewrite(snapshotProps)
-		for _, e := range st.Data {
+		for _, e := range files {
 			rw.DeleteFile(e.File)
 		}
-		for _, e := range st.Deletes {
+		for _, e := range dropDeletes {
 			rw.DeleteFile(e.File)
 		}
 		for _, df := range res.AddData {
@@ -108,4 +421,41 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 		return rw.Commit(ctx)
 	}
 	return res, nil
+}
+
+// droppable lists the delete files that apply to no data file once files
+// are rewritten (the rewritten rows have them applied already): when every
+// data file is rewritten, all of them; else those that apply to no data
+// file kept.
+func droppable(st *scan.State, files []*scan.Entry) []*scan.Entry {
+	if len(files) == len(st.Data) {
+		return st.Deletes
+	}
+	gone := map[string]bool{}
+	for _, e := range files {
+		gone[e.Path()] = true
+	}
+	needed := map[string]bool{}
+	for _, e := range st.Data {
+		if gone[e.Path()] {
+			continue
+		}
+		d := st.DeletesFor(e)
+		for _, f := range d.Pos {
+			needed[f.FilePath()] = true
+		}
+		for _, f := range d.Eq {
+			needed[f.FilePath()] = true
+		}
+		if d.DV != nil {
+			needed[d.DV.FilePath()] = true
+		}
+	}
+	var out []*scan.Entry
+	for _, d := range st.Deletes {
+		if !needed[d.Path()] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -742,10 +742,15 @@ func tableOverwrite(a *app) *cobra.Command {
 
 func tableCompact(a *app) *cobra.Command {
 	var branch string
+	var auto bool
 	c := &cobra.Command{
-		Use:     "compact NS.T",
-		Short:   "Rewrite the data files with their deletes applied, in one replace snapshot",
-		Example: "  floe table compact shop.orders",
+		Use:   "compact NS.T",
+		Short: "Rewrite the data files with their deletes applied, in one replace snapshot",
+		Long: `Rewrite the data files with their deletes applied, in one replace snapshot
+(changelogs and incremental readers see no change). With --auto only the
+files the table's floe.compaction.* thresholds select are rewritten (see
+docs/pipelines.md, "Compaction").`,
+		Example: "  floe table compact shop.orders\n  floe table compact --auto shop.orders",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -753,7 +758,7 @@ func tableCompact(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o, err := tableops.Compact(ctx, t)
+			o, err := tableops.CompactWith(ctx, t, tableops.CompactOptions{Auto: auto})
 			if err != nil {
 				return err
 			}
@@ -766,6 +771,7 @@ func tableCompact(a *app) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&branch, "branch", "", "compact this branch")
+	c.Flags().BoolVar(&auto, "auto", false, "rewrite only the files over the table's floe.compaction.* thresholds")
 	return c
 }
 

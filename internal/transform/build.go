@@ -17,6 +17,7 @@ import (
 	"github.com/floedata/floe/internal/rowfile"
 	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/pushdown"
+	"github.com/floedata/floe/tableops"
 )
 
 // Runner builds transforms against a catalog.
@@ -174,6 +175,9 @@ func (b *build) commitOutputs() ([]OutputResult, error) {
 		if err := o.finish(b.ctx); err != nil {
 			return nil, fmt.Errorf("transform %s: %w", b.t.Name, err)
 		}
+		if o.result.Committed && o.result.SnapshotID != 0 {
+			o.autoCompact(b.ctx)
+		}
 		out = append(out, o.result)
 		if o.result.Committed {
 			b.log.Info("committed output", "output", o.spec.Table, "operation", o.result.Operation,
@@ -299,4 +303,23 @@ func conform(ctx context.Context, name string, rows array.RecordReader, target *
 			}
 		}
 	}, nil
+}
+
+// autoCompact compacts, in a second commit after the build's, the files of
+// a merge-on-read output the build's snapshot touched that are over the
+// output's compaction thresholds (tableops.CompactionPolicy). It never
+// fails the build: an error is logged as a warning and recorded in the
+// output's result.
+func (o *Output) autoCompact(ctx context.Context) {
+	t := tableops.Target{Catalog: o.b.r.Catalog, Ident: o.ident, Branch: o.spec.Branch}
+	out, err := tableops.CompactWith(ctx, t, tableops.CompactOptions{Auto: true, MergeOnReadOnly: true, Snapshot: o.result.SnapshotID})
+	if err != nil {
+		o.result.CompactionError = err.Error()
+		o.b.log.Warn("automatic compaction of the output failed; the build's commit stands", "output", o.spec.Table, "error", err.Error())
+		return
+	}
+	if out.SnapshotID != 0 {
+		o.result.CompactionSnapshotID = out.SnapshotID
+		o.b.log.Info("compacted output", "output", o.spec.Table, "snapshot", out.SnapshotID, "rows_rewritten", out.RowsRemoved)
+	}
 }

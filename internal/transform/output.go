@@ -54,6 +54,13 @@ type OutputResult struct {
 	// was lost and floe found the commit on the table by its id
 	// (commit.Outcome.AnswerLost): it landed once.
 	AnswerLost bool
+	// CompactionSnapshotID is the replace snapshot the automatic
+	// compaction committed after the build's commit (0: none: the output
+	// is not merge-on-read, nothing was over the thresholds, or it failed).
+	CompactionSnapshotID int64
+	// CompactionError says why the automatic compaction failed; the build
+	// committed nonetheless.
+	CompactionError string
 }
 
 // Name is the output's declared name.
