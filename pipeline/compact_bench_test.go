@@ -16,7 +16,7 @@ import (
 // output after FLOE_BENCH_BUILDS (default 100) small incremental builds
 // (each deletes one source row), with automatic compaction off and on, and
 // of the same output freshly compacted in full (docs/benchmarks.md,
-// section 12).
+// section 13).
 func BenchmarkMergeOnReadScan(b *testing.B) {
 	builds := 100
 	if n, err := strconv.Atoi(os.Getenv("FLOE_BENCH_BUILDS")); err == nil && n > 0 {
