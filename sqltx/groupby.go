@@ -396,30 +396,11 @@ func starNode(ctx context.Context, s Session) (any, error) {
 func (r *run) groupBy() error {
 	gb := r.plan.GroupBy
 	t := r.plan.Tables[0]
+	data, view, err := r.bindNetChanges(t)
+	if err != nil {
+		return err
+	}
 	in := r.ctx.Input(t)
-	changes, err := in.NetChanges()
-	if err != nil {
-		return err
-	}
-	var data []string
-	for _, f := range changes.Schema().Fields() {
-		switch f.Name {
-		case changelog.ChangeTypeColumn, changelog.ChangeOrdinalColumn, changelog.CommitSnapshotColumn:
-			continue
-		}
-		data = append(data, quoteIdent(f.Name))
-	}
-	if err := r.s.Bind(r.ctx, "", "__floe_changes", changes); err != nil {
-		return fmt.Errorf("input %s: %w", t, err)
-	}
-	ns, name, err := splitName(t)
-	if err != nil {
-		return err
-	}
-	view := quoteIdent(ns) + "." + quoteIdent(name)
-	if err := r.s.Exec(r.ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(ns)); err != nil {
-		return err
-	}
 	for i, kind := range []string{changelog.Delete, changelog.Insert} {
 		if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT %s FROM __floe_changes WHERE %s = '%s'",
 			view, strings.Join(data, ", "), changelog.ChangeTypeColumn, kind)); err != nil {

@@ -313,15 +313,7 @@ func (r *run) maintainJoin() error {
 			if err != nil {
 				return err
 			}
-			var data []string
-			for _, f := range changes.Schema().Fields() {
-				switch f.Name {
-				case changelog.ChangeTypeColumn, changelog.ChangeOrdinalColumn, changelog.CommitSnapshotColumn:
-					continue
-				}
-				data = append(data, quoteIdent(f.Name))
-			}
-			cols = strings.Join(data, ", ")
+			cols = strings.Join(changeDataColumns(changes.Schema()), ", ")
 			chg := fmt.Sprintf("__floe_changes_%d", i)
 			if err := r.s.Bind(r.ctx, "", chg, changes); err != nil {
 				return fmt.Errorf("input %s: %w", t.name, err)

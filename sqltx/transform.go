@@ -194,28 +194,8 @@ func (r *run) appendRows() error {
 // is its result over the old state minus the first plus the second.
 func (r *run) rowLocal() error {
 	t := r.plan.Tables[0]
-	in := r.ctx.Input(t)
-	changes, err := in.NetChanges()
+	data, view, err := r.bindNetChanges(t)
 	if err != nil {
-		return err
-	}
-	var data []string
-	for _, f := range changes.Schema().Fields() {
-		switch f.Name {
-		case changelog.ChangeTypeColumn, changelog.ChangeOrdinalColumn, changelog.CommitSnapshotColumn:
-			continue
-		}
-		data = append(data, quoteIdent(f.Name))
-	}
-	if err := r.s.Bind(r.ctx, "", "__floe_changes", changes); err != nil {
-		return fmt.Errorf("input %s: %w", t, err)
-	}
-	ns, name, err := splitName(t)
-	if err != nil {
-		return err
-	}
-	view := quoteIdent(ns) + "." + quoteIdent(name)
-	if err := r.s.Exec(r.ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(ns)); err != nil {
 		return err
 	}
 	for _, side := range []struct{ kind, table string }{{changelog.Delete, "__floe_deleted"}, {changelog.Insert, "__floe_inserted"}} {
@@ -250,6 +230,44 @@ WHERE NOT EXISTS (SELECT 1 FROM __floe_inserted i WHERE %s)`,
 		return err
 	}
 	return r.ctx.Output("destination").ApplyChangelog(transform.NewRows(sch, seq), r.spec.Keys...)
+}
+
+// bindNetChanges binds table t's net changes as __floe_changes and
+// creates its schema, for views named as the query names t: it returns
+// the quoted data columns of the changes (without the changelog's own)
+// and the view's quoted name.
+func (r *run) bindNetChanges(t string) (data []string, view string, err error) {
+	changes, err := r.ctx.Input(t).NetChanges()
+	if err != nil {
+		return nil, "", err
+	}
+	data = changeDataColumns(changes.Schema())
+	if err := r.s.Bind(r.ctx, "", "__floe_changes", changes); err != nil {
+		return nil, "", fmt.Errorf("input %s: %w", t, err)
+	}
+	ns, name, err := splitName(t)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := r.s.Exec(r.ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(ns)); err != nil {
+		return nil, "", err
+	}
+	return data, quoteIdent(ns) + "." + quoteIdent(name), nil
+}
+
+// changeDataColumns returns the quoted names of the columns of a
+// changelog schema that are the table's own (not change type, ordinal or
+// commit snapshot).
+func changeDataColumns(sch *arrow.Schema) []string {
+	var data []string
+	for _, f := range sch.Fields() {
+		switch f.Name {
+		case changelog.ChangeTypeColumn, changelog.ChangeOrdinalColumn, changelog.CommitSnapshotColumn:
+			continue
+		}
+		data = append(data, quoteIdent(f.Name))
+	}
+	return data
 }
 
 // materialize runs query into the temporary table name.
