@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/floedata/floe/pipeline"
@@ -58,6 +59,23 @@ func TestBuildCompactsMergeOnReadOutput(t *testing.T) {
 	snap := tbl.CurrentSnapshot()
 	if snap.SnapshotID != c || snap.Summary.Operation != "replace" {
 		t.Fatalf("head %d (%s), want the compaction %d (replace)", snap.SnapshotID, snap.Summary.Operation, c)
+	}
+	// The compaction repeats the build's provenance, so the head still says
+	// what the output was built from (floe status reads it there).
+	build := tbl.Metadata().SnapshotByID(*snap.ParentSnapshotID)
+	for k, v := range build.Summary.Properties {
+		if !strings.HasPrefix(k, "floe.") || k == "floe.operation" || k == "floe.commit-id" {
+			continue
+		}
+		if got := snap.Summary.Properties[k]; got != v {
+			t.Errorf("compaction summary %s = %q, want the build's %q", k, got, v)
+		}
+	}
+	if got := snap.Summary.Properties["floe.operation"]; got != "compact-auto" {
+		t.Errorf("compaction summary floe.operation = %q, want compact-auto", got)
+	}
+	if snap.Summary.Properties["floe.transform.name"] == "" {
+		t.Error("compaction summary has no floe.transform.name")
 	}
 	if got := render(e.rowsOf("copy")); got != "(3,30) (4,40)" {
 		t.Fatalf("copy after compaction: %s", got)

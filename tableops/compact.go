@@ -41,6 +41,12 @@ type CompactOptions struct {
 	// modes (write.delete.mode, write.update.mode, write.merge.mode) is
 	// merge-on-read: the automatic compaction after a build.
 	MergeOnReadOnly bool
+	// SnapshotProperties go into the compaction snapshot's summary besides
+	// floe's own (floe.operation, floe.commit-id): the automatic compaction
+	// after a build repeats the build's provenance (transform, watermarks,
+	// source commit times), so that the head of the output still says what
+	// it was built from.
+	SnapshotProperties iceberg.Properties
 }
 
 // mergeOnRead reports whether one of the table's write modes is
@@ -284,7 +290,7 @@ func CompactWith(ctx context.Context, t Target, opts CompactOptions) (*Outcome, 
 	if opts.Auto {
 		op = "compact-auto"
 	}
-	return commitOp(ctx, t, op, func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
+	return commitOpWith(ctx, t, op, opts.SnapshotProperties, func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 		return compactOnce(ctx, tbl, t.Branch, reuse, opts)
 	})
 }

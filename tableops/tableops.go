@@ -77,8 +77,19 @@ type Outcome struct {
 // result through package commit (retries on conflicts, cleanup of files of
 // abandoned attempts). Nothing is committed when prepare writes nothing.
 func commitOp(ctx context.Context, t Target, op string, prepare func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error)) (*Outcome, error) {
+	return commitOpWith(ctx, t, op, nil, prepare)
+}
+
+// commitOpWith is commitOp with more snapshot summary properties (op
+// names the operation whatever they say).
+func commitOpWith(ctx context.Context, t Target, op string, summary iceberg.Properties, prepare func(tbl *table.Table, reuse *write.Reuse) (*write.Result, error)) (*Outcome, error) {
+	props := iceberg.Properties{}
+	for k, v := range summary {
+		props[k] = v
+	}
+	props["floe.operation"] = op
 	o, err := commit.Run(ctx, t.Catalog, t.Ident, commit.Options{Branch: t.Branch, CommitID: t.CommitID,
-		SnapshotProperties: iceberg.Properties{"floe.operation": op}},
+		SnapshotProperties: props},
 		func(_ context.Context, tbl *table.Table, reuse *write.Reuse) (*write.Result, error) {
 			return prepare(tbl, reuse)
 		})

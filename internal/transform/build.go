@@ -312,7 +312,8 @@ func conform(ctx context.Context, name string, rows array.RecordReader, target *
 // output's result.
 func (o *Output) autoCompact(ctx context.Context) {
 	t := tableops.Target{Catalog: o.b.r.Catalog, Ident: o.ident, Branch: o.spec.Branch}
-	out, err := tableops.CompactWith(ctx, t, tableops.CompactOptions{Auto: true, MergeOnReadOnly: true, Snapshot: o.result.SnapshotID})
+	out, err := tableops.CompactWith(ctx, t, tableops.CompactOptions{Auto: true, MergeOnReadOnly: true, Snapshot: o.result.SnapshotID,
+		SnapshotProperties: o.commitOptions().SnapshotProperties})
 	if err != nil {
 		o.result.CompactionError = err.Error()
 		o.b.log.Warn("automatic compaction of the output failed; the build's commit stands", "output", o.spec.Table, "error", err.Error())
