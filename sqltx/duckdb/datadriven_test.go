@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -574,10 +575,35 @@ func newCellRow(cells []string, quoted []bool) cellRow {
 			}
 			if r, isNum := new(big.Rat).SetString(v); isNum {
 				keys[i] = "n:" + r.RatString()
+			} else if ts, isTime := parseTime(v); isTime {
+				keys[i] = "t:" + ts
 			}
 		}
 	}
 	return cellRow{text: "(" + strings.Join(shown, ",") + ")", key: strings.Join(keys, "\x00")}
+}
+
+// timeLayouts are how DuckDB ("2024-01-01 10:00:00+00") and Arrow
+// ("2024-01-01T10:00:00Z") print timestamps, with "T" read as a space.
+var timeLayouts = []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999"}
+
+// parseTime reads a timestamp as either side prints it and returns it in
+// one form (UTC, with a Z when it had a zone).
+func parseTime(v string) (string, bool) {
+	if len(v) < 19 || v[10] != 'T' && v[10] != ' ' {
+		return "", false
+	}
+	v = v[:10] + " " + v[11:]
+	for i, l := range timeLayouts {
+		if t, err := time.Parse(l, v); err == nil {
+			s := t.UTC().Format("2006-01-02 15:04:05.999999999")
+			if i < 2 {
+				s += "Z"
+			}
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // multisetDiff returns the rows of want not in got and of got not in want,
