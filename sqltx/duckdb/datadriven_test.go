@@ -69,13 +69,17 @@ var sourceConfigs = []struct {
 //	plan [key=a,b]              (the rule a query would follow, without a build)
 //	<query>
 //
-// Without format-version and mode, create-table takes the configuration's.
+// Without format-version and mode, create-table takes the configuration's
+// (-short runs two configurations: cow-v2 and mor-v3).
 // Subtests (datadriven's "subtest NAME") each start with an empty catalog.
 func TestRuleScripts(t *testing.T) { runScripts(t, "testdata/rules") }
 
 func runScripts(t *testing.T, dir string) {
 	for _, cfg := range sourceConfigs {
 		t.Run(cfg.name, func(t *testing.T) {
+			if testing.Short() && cfg.name != "cow-v2" && cfg.name != "mor-v3" {
+				t.Skip("-short runs the scripts on cow-v2 and mor-v3 only")
+			}
 			datadriven.Walk(t, dir, func(t *testing.T, path string) {
 				envs := map[string]*scriptEnv{}
 				datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
