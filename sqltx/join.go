@@ -569,12 +569,23 @@ func (r *run) keyPredicate(i int) (*string, error) {
 	if n, _ := strconv.Atoi(rows[0][1]); n > maxPrunedKeys {
 		return nil, nil
 	}
-	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(%s, ', ') FROM __floe_keys", render))
+	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(%s, ', '), min(%s)::VARCHAR, max(%[2]s)::VARCHAR FROM __floe_keys", render, k))
 	if err != nil {
 		return nil, err
 	}
-	p := ref[1] + " IN (" + vals[0][0] + ")"
+	p := bounded(ref[1], rows[0][0] != "VARCHAR", vals[0])
 	return &p, nil
+}
+
+// bounded renders col IN (values[0]), and for integers, col BETWEEN
+// values[1] AND values[2] before it: iceberg-go prunes files by an IN of
+// at most 200 values only (its inPredicateLimit), by a range always.
+func bounded(col string, integer bool, values []string) string {
+	in := col + " IN (" + values[0] + ")"
+	if !integer || values[1] == "" || values[2] == "" {
+		return in
+	}
+	return fmt.Sprintf("%s >= %s AND %s <= %s AND %s", col, values[1], col, values[2], in)
 }
 
 // ownsKey reports whether the transform's key is one plain column of
@@ -680,11 +691,11 @@ func (r *run) inList(col, table, from, want string) (*string, error) {
 	if n, _ := strconv.Atoi(rows[0][1]); n > maxPrunedKeys {
 		return nil, nil
 	}
-	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(DISTINCT %s, ', ') FROM %s WHERE %s IS NOT NULL", render, table, k))
+	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(DISTINCT %s, ', '), min(%s)::VARCHAR, max(%[2]s)::VARCHAR FROM %s WHERE %[2]s IS NOT NULL", render, k, table))
 	if err != nil {
 		return nil, err
 	}
-	p := col + " IN (" + vals[0][0] + ")"
+	p := bounded(col, want == "integer", vals[0])
 	return &p, nil
 }
 
