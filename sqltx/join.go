@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/iceberg-go"
+
 	"github.com/floedata/floe/changelog"
 	"github.com/floedata/floe/internal/transform"
 )
@@ -33,6 +35,44 @@ type joinTable struct {
 	alias string // as the query refers to it
 	left  bool   // the right side of a LEFT JOIN (NULL-extended)
 	cond  string // the ON condition of the join it is the right side of
+	// eqs are the conjuncts of that ON condition that are a plain
+	// equality of two tables' columns (alias.column = alias.column).
+	eqs []joinEq
+}
+
+// joinEq is a conjunct a.x = b.y of an ON condition: a row of the join
+// holds a row of each side only when their columns are equal, so the
+// rows of one side that can join changed rows of the other are those
+// whose column is among the changed rows' values.
+type joinEq [2][2]string // (alias, column) of each side
+
+// plainEqualities returns the conjuncts of an ON condition's parse tree
+// that compare two qualified columns for equality.
+func plainEqualities(cond any) []joinEq {
+	m, _ := cond.(map[string]any)
+	switch m["type"] {
+	case "CONJUNCTION_AND":
+		var out []joinEq
+		children, _ := m["children"].([]any)
+		for _, c := range children {
+			out = append(out, plainEqualities(c)...)
+		}
+		return out
+	case "COMPARE_EQUAL":
+		var eq joinEq
+		for i, side := range []any{m["left"], m["right"]} {
+			ref, _ := side.(map[string]any)
+			names, _ := ref["column_names"].([]any)
+			if ref["class"] != "COLUMN_REF" || len(names) != 2 {
+				return nil
+			}
+			a, _ := names[0].(string)
+			c, _ := names[1].(string)
+			eq[i] = [2]string{a, c}
+		}
+		return []joinEq{eq}
+	}
+	return nil
 }
 
 // analyzeJoin sets p.join when the query qualifies for the join rule, or
@@ -94,6 +134,7 @@ func (p *Plan) analyzeJoin(ctx context.Context, s Session, stmt map[string]any) 
 			}
 			jp.tables[len(jp.tables)-1].left = jt == "LEFT"
 			jp.tables[len(jp.tables)-1].cond = cond
+			jp.tables[len(jp.tables)-1].eqs = plainEqualities(ft["condition"])
 			conds = append(conds, ft["condition"])
 			return ""
 		default:
@@ -340,6 +381,14 @@ func (r *run) maintainJoin() error {
 	// delta rule joins that one's changes with it) or when it is
 	// LEFT-joined and changed (its rows NULL-extend others); else only
 	// the rows of the keys to recompute are read, after those are known.
+	//
+	// A table that holds the key and that the changed tables join by a
+	// plain column equality (fact.dim_id = dim.id) is read, for the keys
+	// to recompute, through a filter on that column (the changed rows'
+	// values; files pruned by their statistics) instead of whole: a row
+	// of the delta query holds a changed row, so its row of the table
+	// has the changed row's value; after the keys are known it is read
+	// by key as below.
 	whole := make([]bool, len(jp.tables))
 	for i, t := range jp.tables {
 		for j := range jp.tables {
@@ -350,10 +399,21 @@ func (r *run) maintainJoin() error {
 		if changed[i] && t.left {
 			whole[i] = true
 		}
-		if whole[i] {
-			if err := r.bindState(i, nil, colsOf[i], changed[i]); err != nil {
+		if !whole[i] {
+			continue
+		}
+		var pred *string
+		if !(changed[i] && t.left) && r.ownsKey(i) {
+			var err error
+			if pred, err = r.joinPredicate(i, changed); err != nil {
 				return err
 			}
+		}
+		if pred != nil {
+			whole[i] = false
+		}
+		if err := r.bindState(i, pred, colsOf[i], changed[i]); err != nil {
+			return err
 		}
 	}
 	var parts []string
@@ -509,11 +569,133 @@ func (r *run) keyPredicate(i int) (*string, error) {
 	if n, _ := strconv.Atoi(rows[0][1]); n > maxPrunedKeys {
 		return nil, nil
 	}
-	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(%s, ', ') FROM __floe_keys", render))
+	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(%s, ', '), min(%s)::VARCHAR, max(%[2]s)::VARCHAR FROM __floe_keys", render, k))
 	if err != nil {
 		return nil, err
 	}
-	p := ref[1] + " IN (" + vals[0][0] + ")"
+	p := bounded(ref[1], rows[0][0] != "VARCHAR", vals[0])
+	return &p, nil
+}
+
+// bounded renders col IN (values[0]), and for integers, col BETWEEN
+// values[1] AND values[2] before it: iceberg-go prunes files by an IN of
+// at most 200 values only (its inPredicateLimit), by a range always.
+func bounded(col string, integer bool, values []string) string {
+	in := col + " IN (" + values[0] + ")"
+	if !integer || values[1] == "" || values[2] == "" {
+		return in
+	}
+	return fmt.Sprintf("%s >= %s AND %s <= %s AND %s", col, values[1], col, values[2], in)
+}
+
+// ownsKey reports whether the transform's key is one plain column of
+// table i (keyPredicate can then read it by key).
+func (r *run) ownsKey(i int) bool {
+	if len(r.spec.Keys) != 1 {
+		return false
+	}
+	ref := r.plan.join.items[r.spec.Keys[0]]
+	return strings.EqualFold(ref[0], r.plan.join.tables[i].alias) && plainIdent(ref[1])
+}
+
+// joinPredicate returns a filter of table i to the rows that can join
+// the changed rows of every changed table (col IN (their values), one
+// IN per changed table, ORed), or nil (read it whole) when a changed
+// table is not joined to i by a plain equality of integer or string
+// columns, or has too many values.
+func (r *run) joinPredicate(i int, changed []bool) (*string, error) {
+	jp := r.plan.join
+	ti := jp.tables[i]
+	sch := r.ctx.Input(ti.name).Table().Schema()
+	var ors []string
+	for j, tj := range jp.tables {
+		if j == i || !changed[j] {
+			continue
+		}
+		// The equality is a conjunct of the ON condition of whichever
+		// of the two tables comes later in FROM order.
+		later := tj
+		if i > j {
+			later = ti
+		}
+		var mine, theirs string
+		for _, eq := range later.eqs {
+			for s := range 2 {
+				a, b := eq[s], eq[1-s]
+				if strings.EqualFold(a[0], ti.alias) && strings.EqualFold(b[0], tj.alias) {
+					mine, theirs = a[1], b[1]
+				}
+			}
+		}
+		if mine == "" || !plainIdent(mine) {
+			return nil, nil
+		}
+		f, ok := sch.FindFieldByName(mine)
+		if !ok {
+			return nil, nil
+		}
+		var want string
+		switch f.Type.(type) {
+		case iceberg.Int32Type, iceberg.Int64Type:
+			want = "integer"
+		case iceberg.StringType:
+			want = "string"
+		default:
+			return nil, nil
+		}
+		in, err := r.inList(mine, fmt.Sprintf("__floe_changes_%d", j), theirs, want)
+		if err != nil || in == nil {
+			return nil, err
+		}
+		ors = append(ors, *in)
+	}
+	if len(ors) == 0 {
+		return nil, nil
+	}
+	p := "(" + strings.Join(ors, ") OR (") + ")"
+	return &p, nil
+}
+
+// inList returns col IN (the distinct non-NULL values of column from of
+// table), "col IS NULL AND col IS NOT NULL" when it has none, or nil when
+// they are not of the kind want ("integer" or "string", as col is) or
+// are more than maxPrunedKeys.
+func (r *run) inList(col, table, from, want string) (*string, error) {
+	k := quoteIdent(from)
+	rows, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT typeof(%s), count(DISTINCT %[1]s)::VARCHAR FROM %s WHERE %[1]s IS NOT NULL GROUP BY ALL", k, table))
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		p := col + " IS NULL AND " + col + " IS NOT NULL"
+		return &p, nil
+	}
+	if len(rows) != 1 {
+		return nil, nil
+	}
+	var render string
+	switch rows[0][0] {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT":
+		if want != "integer" {
+			return nil, nil
+		}
+		render = k + "::VARCHAR"
+	case "VARCHAR":
+		if want != "string" {
+			return nil, nil
+		}
+		render = `'''' || replace(` + k + `, '''', '''''') || ''''`
+	default:
+		return nil, nil
+	}
+	if n, _ := strconv.Atoi(rows[0][1]); n > maxPrunedKeys {
+		return nil, nil
+	}
+	vals, err := r.s.Strings(r.ctx, fmt.Sprintf("SELECT string_agg(DISTINCT %s, ', '), min(%s)::VARCHAR, max(%[2]s)::VARCHAR FROM %s WHERE %[2]s IS NOT NULL", render, k, table))
+	if err != nil {
+		return nil, err
+	}
+	p := bounded(col, want == "integer", vals[0])
 	return &p, nil
 }
 

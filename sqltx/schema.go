@@ -45,12 +45,12 @@ func checkPolicy(p string) error {
 // changes) or fails it. A build that is full anyway (first build, --full,
 // a changed query or semantic version) takes the new schema whatever the
 // policy.
-func schemaChange(ctx *transform.Context, spec Spec, plan *Plan) error {
+func schemaChange(ctx *transform.Context, s Session, spec Spec, plan *Plan) error {
 	out := ctx.Output("destination").Table()
 	if !ctx.IsIncremental() || out == nil {
 		return nil
 	}
-	got, err := resultSchema(ctx, spec, plan)
+	got, err := resultSchema(ctx, s, spec, plan)
 	if err != nil || got == nil {
 		return err
 	}
@@ -83,13 +83,18 @@ func schemaChange(ctx *transform.Context, spec Spec, plan *Plan) error {
 
 // resultSchema is the schema of the query's result over the inputs'
 // current schemas (no rows read), or nil when an input is missing (the
-// build then fails on it).
-func resultSchema(ctx *transform.Context, spec Spec, plan *Plan) (*arrow.Schema, error) {
-	s, err := Open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
+// build then fails on it). It binds the inputs, empty, in the build's
+// session s and drops them before it returns, so that the build binds
+// its own rows in a clean session.
+func resultSchema(ctx *transform.Context, s Session, spec Spec, plan *Plan) (_ *arrow.Schema, err error) {
+	var bound []string
+	defer func() {
+		for _, v := range bound {
+			if derr := s.Exec(ctx, "DROP VIEW IF EXISTS "+v); derr != nil && err == nil {
+				err = derr
+			}
+		}
+	}()
 	for _, t := range plan.Tables {
 		in := ctx.Input(t)
 		if in == nil || in.Table() == nil {
@@ -107,6 +112,7 @@ func resultSchema(ctx *transform.Context, spec Spec, plan *Plan) (*arrow.Schema,
 		if err := s.Bind(ctx, ns, name, transform.NewRows(as, empty)); err != nil {
 			return nil, fmt.Errorf("input %s: %w", t, err)
 		}
+		bound = append(bound, quoteIdent(ns)+"."+quoteIdent(name))
 	}
 	sch, seq, err := s.Query(ctx, spec.Query)
 	if err != nil {

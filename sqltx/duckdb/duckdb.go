@@ -105,6 +105,10 @@ func (s *session) Bind(ctx context.Context, schema, table string, rows array.Rec
 	return s.Exec(ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM read_parquet(%s)", name, literal(p)))
 }
 
+// stagedRowGroup is the row group size of the Parquet files rows are
+// staged in.
+const stagedRowGroup = 128 * 1024
+
 // writeParquet writes rows to a new file path (the Parquet writer closes
 // it).
 func writeParquet(ctx context.Context, path string, rows array.RecordReader) error {
@@ -113,7 +117,11 @@ func writeParquet(ctx context.Context, path string, rows array.RecordReader) err
 		return err
 	}
 	schema := plainSchema(rows.Schema())
-	props := parquet.NewWriterProperties(parquet.WithAllocator(memory.DefaultAllocator), parquet.WithDictionaryDefault(false))
+	// Row groups of stagedRowGroup rows however the rows come: a batch
+	// per row group made a changelog's many small batches cost a column
+	// writer setup each, and DuckDB reads row groups in parallel.
+	props := parquet.NewWriterProperties(parquet.WithAllocator(memory.DefaultAllocator), parquet.WithDictionaryDefault(false),
+		parquet.WithMaxRowGroupLength(stagedRowGroup))
 	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
 	if err != nil {
 		f.Close()
@@ -129,7 +137,7 @@ func writeParquet(ctx context.Context, path string, rows array.RecordReader) err
 			continue
 		}
 		plain := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
-		err := w.Write(plain)
+		err := w.WriteBuffered(plain)
 		plain.Release()
 		if err != nil {
 			w.Close()

@@ -6,12 +6,11 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
 	"github.com/floedata/floe/internal/arrowtest"
@@ -21,51 +20,44 @@ import (
 	"github.com/floedata/floe/tableops"
 )
 
+// benchDims is the size of BenchmarkJoin's dimension.
+const benchDims = 10_000
+
 // BenchmarkJoin compares incremental builds of a keyed left join of a
-// fact (FLOE_SQL_BENCH_ROWS rows, default 1M, 10 files, merge-on-read)
-// with a 10k-row dimension, after an update of 0.1% of the fact and
-// after an update of one dimension row (100 fact rows join it), with a
-// full rebuild of the same query, in one run.
+// fact (merge-on-read, files of rowsPerFile rows, sorted by its dimension
+// key dim_id) with a 10k-row dimension on fact.dim_id = dim.id, after an
+// update of 0.1% of the fact and after an update of one dimension row
+// (n/10k fact rows join it), with a full rebuild of the same query, in
+// one run, for each size of benchSizes.
 //
-//	go test ./sqltx/duckdb -run '^$' -bench Join -benchtime 3x
+//	FLOE_SQL_BENCH_ROWS=1000000,10000000 go test ./sqltx/duckdb -run '^$' -bench Join -benchtime 3x
 func BenchmarkJoin(b *testing.B) {
-	n := 1_000_000
-	if s := os.Getenv("FLOE_SQL_BENCH_ROWS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = v
+	for _, n := range benchSizes(b) {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) { benchJoin(b, n) })
 	}
-	const dims = 10_000
+}
+
+func benchJoin(b *testing.B, n int) {
 	mor := iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
 	e := &env{Env: tabletest.New(b)}
-	if _, err := e.Create("src", srcSchema, "", []string{"id"}, mor); err != nil {
+	if _, err := e.Create("src", "id long not null, dim_id long, amount long, flag boolean", "", []string{"id"}, mor); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := e.Create("dim", "id long not null, label string, weight long", "", []string{"id"}, mor); err != nil {
 		b.Fatal(err)
 	}
-	sch := tabletest.ArrowSchema(e.Load("src"))
-	const files = 10
-	for f := range files {
-		lo, hi := f*n/files, (f+1)*n/files
-		if _, err := tableops.Append(e.Ctx, e.Target("src", ""), func() iter.Seq2[arrow.RecordBatch, error] {
-			return genRows(sch, lo, hi)
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	appendFiles(b, e, "src", n, func(sch *arrow.Schema, lo, hi int) iter.Seq2[arrow.RecordBatch, error] {
+		return genFactRows(sch, lo, hi, n)
+	})
 	var drows [][]any
-	for i := range dims {
+	for i := range benchDims {
 		drows = append(drows, []any{int64(i), fmt.Sprintf("d%d", i), int64(i % 7)})
 	}
 	if _, err := tableops.Append(e.Ctx, e.Target("dim", ""), tabletest.Seq(tabletest.ArrowSchema(e.Load("dim")), drows)); err != nil {
 		b.Fatal(err)
 	}
-	q := "SELECT s.id, s.amount * 2 AS a2, d.label, d.weight FROM ns.src s LEFT JOIN ns.dim d ON d.id = s.id % 10000 WHERE s.flag"
-	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "bench", Query: q, Dst: "ns.dst", Keys: []string{"id"},
-		Properties: map[string]string{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read", "write.merge.mode": "merge-on-read"}})
+	q := "SELECT s.id, s.amount * 2 AS a2, d.label, d.weight FROM ns.src s LEFT JOIN ns.dim d ON d.id = s.dim_id WHERE s.flag"
+	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "bench", Query: q, Dst: "ns.dst", Keys: []string{"id"}, Properties: benchDstProps()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +98,7 @@ func BenchmarkJoin(b *testing.B) {
 	}
 	updateDim := func() {
 		round++
-		id := int64(round * 7919 % dims)
+		id := int64(round * 7919 % benchDims)
 		if _, err := tableops.Update(e.Ctx, e.Target("dim", ""), ids(id, id+1), set(1, func() any { return fmt.Sprintf("r%d", round) })); err != nil {
 			b.Fatal(err)
 		}
@@ -116,20 +108,34 @@ func BenchmarkJoin(b *testing.B) {
 		full   bool
 		update func()
 	}{{"incremental-fact", false, updateFact}, {"incremental-dim", false, updateDim}, {"full", true, updateFact}} {
-		b.Run(fmt.Sprintf("%s/rows=%d/dims=%d", mode.name, n, dims), func(b *testing.B) {
-			r := &transform.Runner{Catalog: e.Cat, Full: mode.full, Logger: quiet}
-			for range b.N {
-				b.StopTimer()
-				mode.update()
-				b.StartTimer()
-				res, err := r.Build(e.Ctx, tr)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res.Incremental == mode.full {
-					b.Fatalf("incremental %v: %s", res.Incremental, res.Reason)
-				}
+		b.Run(fmt.Sprintf("%s/dims=%d", mode.name, benchDims), func(b *testing.B) { benchBuilds(b, e, tr, mode.full, mode.update) })
+	}
+}
+
+// genFactRows makes the rows with ids [lo, hi) of BenchmarkJoin's fact of
+// n rows: dim_id grows with id (the fact is sorted by it, n/benchDims
+// rows per dimension row), amount and flag as genRows makes them.
+func genFactRows(sch *arrow.Schema, lo, hi, n int) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		const batch = 64 * 1024
+		for start := lo; start < hi; start += batch {
+			end := min(start+batch, hi)
+			bld := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+			ids := bld.Field(0).(*array.Int64Builder)
+			dim := bld.Field(1).(*array.Int64Builder)
+			amt := bld.Field(2).(*array.Int64Builder)
+			flag := bld.Field(3).(*array.BooleanBuilder)
+			for i := start; i < end; i++ {
+				ids.Append(int64(i))
+				dim.Append(int64(i * benchDims / n))
+				amt.Append(int64(i % 100))
+				flag.Append(i%2 == 0)
 			}
-		})
+			rec := bld.NewRecordBatch()
+			bld.Release()
+			if !yield(rec, nil) {
+				return
+			}
+		}
 	}
 }
