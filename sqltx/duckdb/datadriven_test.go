@@ -642,5 +642,8 @@ func TestRuleBugs(t *testing.T) {
 	if os.Getenv("FLOE_KNOWN_BUGS") == "" {
 		t.Skip("known bugs (testdata/bugs) run with FLOE_KNOWN_BUGS=1")
 	}
+	if _, err := os.Stat("testdata/bugs"); os.IsNotExist(err) {
+		t.Skip("no known bugs: testdata/bugs is empty")
+	}
 	runScripts(t, "testdata/bugs")
 }

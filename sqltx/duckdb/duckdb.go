@@ -206,6 +206,10 @@ func (s *session) Query(ctx context.Context, q string) (*arrow.Schema, iter.Seq2
 	if err := s.Check(ctx, q); err != nil {
 		return nil, nil, err
 	}
+	q, err := s.exactIntegers(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
 	p := s.path("out")
 	if err := s.Exec(ctx, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", q, literal(p))); err != nil {
 		return nil, nil, err
@@ -250,6 +254,29 @@ func (s *session) Query(ctx context.Context, q string) (*arrow.Schema, iter.Seq2
 		}
 	}
 	return schema, seq, nil
+}
+
+// exactIntegers wraps q so that its 128-bit integer columns (DuckDB's
+// sum of an INTEGER or BIGINT column is a HUGEINT) leave as BIGINT: DuckDB
+// writes HUGEINT to Parquet as DOUBLE, which loses the last digits of
+// sums past 2^53, and Spark's and Iceberg's sum of a long is a long. A
+// value out of BIGINT's range fails the query with DuckDB's conversion
+// error instead of being rounded.
+func (s *session) exactIntegers(ctx context.Context, q string) (string, error) {
+	cols, err := s.Strings(ctx, "SELECT column_name, column_type FROM (DESCRIBE "+q+")")
+	if err != nil {
+		return "", err
+	}
+	var casts []string
+	for _, c := range cols {
+		if len(c) == 2 && (c[1] == "HUGEINT" || c[1] == "UHUGEINT") {
+			casts = append(casts, fmt.Sprintf("CAST(%s AS BIGINT) AS %s", quote(c[0]), quote(c[0])))
+		}
+	}
+	if len(casts) == 0 {
+		return q, nil
+	}
+	return fmt.Sprintf("SELECT * REPLACE (%s) FROM (%s)", strings.Join(casts, ", "), q), nil
 }
 
 // Strings runs a query with a small result.
