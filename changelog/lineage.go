@@ -3,6 +3,7 @@ package changelog
 import (
 	"context"
 	"iter"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -87,33 +88,65 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 	oldOf := make([]*roaring64.Bitmap, len(files.removedData))
 	for i, e := range files.removedData {
 		oldOf[i] = roaring64.New()
-		ok, err := forLineage(ctx, r, e, removedLin[i], beforeDeletes(e), cheap, func(id, _, _ int64) bool {
-			if id < 0 || !old.CheckedAdd(uint64(id)) {
-				return false
+		ok, err := forLineage(ctx, r, e, removedLin[i], beforeDeletes(e), cheap, func(ids, _, _ []int64) bool {
+			for j := 0; j < len(ids); {
+				k := runEnd(ids, j)
+				a, b := ids[j], ids[k-1]
+				if a < 0 || countIn(old, a, b) != 0 {
+					return false // not an id, or not unique
+				}
+				old.AddRange(uint64(a), uint64(b)+1)
+				oldOf[i].AddRange(uint64(a), uint64(b)+1)
+				j = k
 			}
-			oldOf[i].Add(uint64(id))
 			return true
 		})
 		if err != nil || !ok {
-			return false, err
+			return false, lineageErr(ctx, err)
 		}
 	}
 	copied := roaring64.New()
 	changed := make([]*roaring64.Bitmap, len(files.addedData)) // positions of new rows that are changes
 	for i, e := range files.addedData {
 		changed[i] = roaring64.New()
-		ok, err := forLineage(ctx, r, e, addedLin[i], afterDeletes(e), cheap, func(id, seq, pos int64) bool {
-			if id < 0 {
-				return false
+		ok, err := forLineage(ctx, r, e, addedLin[i], afterDeletes(e), cheap, func(ids, seqs, pos []int64) bool {
+			for j := 0; j < len(ids); {
+				k := runEnd(ids, j)
+				a, b := ids[j], ids[k-1]
+				if a < 0 {
+					return false
+				}
+				// Runs of consecutive ids (a copy keeps the old order) are
+				// looked up at once when they are wholly old rows.
+				whole := countIn(old, a, b) == uint64(k-j)
+				for ; j < k; j++ {
+					id := ids[j]
+					if seqs[j] >= s.SequenceNumber || !(whole || old.Contains(uint64(id))) {
+						changed[i].Add(uint64(pos[j]))
+						continue
+					}
+					if whole && j+1 < k && seqs[j+1] < s.SequenceNumber {
+						// Take the rest of the run whose rows are copies.
+						m := j + 1
+						for m < k && seqs[m] < s.SequenceNumber {
+							m++
+						}
+						if countIn(copied, id, ids[m-1]) != 0 {
+							return false // copied twice
+						}
+						copied.AddRange(uint64(id), uint64(ids[m-1])+1)
+						j = m - 1
+						continue
+					}
+					if !copied.CheckedAdd(uint64(id)) {
+						return false
+					}
+				}
 			}
-			if seq < s.SequenceNumber && old.Contains(uint64(id)) {
-				return copied.CheckedAdd(uint64(id))
-			}
-			changed[i].Add(uint64(pos))
 			return true
 		})
 		if err != nil || !ok {
-			return false, err
+			return false, lineageErr(ctx, err)
 		}
 	}
 	// Pass 2: whole rows of the changes only.
@@ -133,10 +166,22 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 					yield(nil, err)
 					return
 				}
-				ids := b.Rec.Column(n).(*array.Int64)
-				keep := make([]bool, ids.Len())
-				for j := range keep {
-					keep[j] = !copied.Contains(uint64(ids.Value(j)))
+				ids := b.Rec.Column(n).(*array.Int64).Int64Values()
+				keep := make([]bool, len(ids))
+				for j := 0; j < len(ids); {
+					k := runEnd(ids, j)
+					switch c := countIn(copied, ids[j], ids[k-1]); c {
+					case uint64(k - j): // all copied
+					case 0:
+						for m := j; m < k; m++ {
+							keep[m] = true
+						}
+					default:
+						for m := j; m < k; m++ {
+							keep[m] = !copied.Contains(uint64(ids[m]))
+						}
+					}
+					j = k
 				}
 				data := rows.Project(b.Rec, src.c.dataSch, src.c.dataCols)
 				b.Release()
@@ -176,11 +221,21 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 	return true, interleave(prefetch(ctx, deletes), prefetch(ctx, inserts), emit)
 }
 
+// lineageErr is the error of a failed lineage read: none (the caller
+// compares values instead, and reports what is wrong with the file when
+// its read fails too) unless the read was cancelled.
+func lineageErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
 // forLineage calls f with the _row_id, _last_updated_sequence_number and
-// position of every live row of e, reading only those columns and the
+// position of the live rows of e, a batch at a time, reading only those columns and the
 // column cheap. It reports
 // false when f does, or when a value is NULL.
-func forLineage(ctx context.Context, r *scan.Reader, e *scan.Entry, lin scan.Lineage, d scan.Deletes, cheap string, f func(id, seq, pos int64) bool) (bool, error) {
+func forLineage(ctx context.Context, r *scan.Reader, e *scan.Entry, lin scan.Lineage, d scan.Deletes, cheap string, f func(ids, seqs, pos []int64) bool) (bool, error) {
 	// NB: iceberg-go v0.7 cannot read a file projected onto no column it
 	// stores ("no leaf column readers matched"), as a file that does not
 	// store the lineage columns is; so one column is read with them, the
@@ -195,10 +250,7 @@ func forLineage(ctx context.Context, r *scan.Reader, e *scan.Entry, lin scan.Lin
 		}
 		ids := b.Rec.Column(1).(*array.Int64)
 		seqs := b.Rec.Column(2).(*array.Int64)
-		ok := ids.NullN() == 0 && seqs.NullN() == 0
-		for j := 0; ok && j < ids.Len(); j++ {
-			ok = f(ids.Value(j), seqs.Value(j), b.Pos[j])
-		}
+		ok := ids.NullN() == 0 && seqs.NullN() == 0 && f(ids.Int64Values(), seqs.Int64Values(), b.Pos)
 		b.Release()
 		if !ok {
 			return false, nil
@@ -259,13 +311,39 @@ func interleave(a, b iter.Seq2[arrow.RecordBatch, error], emit func(arrow.Record
 	return nil
 }
 
-// cheapColumn names the column of schema that is cheapest to decode: the
-// first of fixed width, else the first.
+// cheapColumn names the column of schema that is cheapest to decode and
+// most likely stored in every file: of the fixed-width columns (else of
+// all), the one with the lowest field id, the oldest.
 func cheapColumn(schema *arrow.Schema) string {
-	for _, f := range schema.Fields() {
-		if _, ok := f.Type.(arrow.FixedWidthDataType); ok {
-			return f.Name
+	best, bestID, bestFixed := 0, int64(-1), false
+	for i, f := range schema.Fields() {
+		_, fixed := f.Type.(arrow.FixedWidthDataType)
+		id := int64(-1)
+		if v, ok := f.Metadata.GetValue("PARQUET:field_id"); ok {
+			id, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if i == 0 || (fixed && !bestFixed) || (fixed == bestFixed && id >= 0 && (bestID < 0 || id < bestID)) {
+			best, bestID, bestFixed = i, id, fixed
 		}
 	}
-	return schema.Field(0).Name
+	return schema.Field(best).Name
+}
+
+// runEnd returns the end of the run of consecutive ids that starts at j:
+// the first k > j with ids[k] != ids[k-1]+1, or len(ids).
+func runEnd(ids []int64, j int) int {
+	k := j + 1
+	for k < len(ids) && ids[k] == ids[k-1]+1 {
+		k++
+	}
+	return k
+}
+
+// countIn is how many of the ids a..b (inclusive, a >= 0) bm holds.
+func countIn(bm *roaring64.Bitmap, a, b int64) uint64 {
+	n := bm.Rank(uint64(b))
+	if a > 0 {
+		n -= bm.Rank(uint64(a - 1))
+	}
+	return n
 }

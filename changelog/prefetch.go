@@ -30,6 +30,14 @@ func prefetch(ctx context.Context, seq iter.Seq2[arrow.RecordBatch, error]) iter
 			defer close(ch)
 			defer safe.Recover(func(err error) { safe.Send(ctx, ch, item{err: err}) })
 			for rec, err := range seq {
+				if ctx.Err() != nil {
+					// The consumer has stopped (and drains the channel,
+					// so the send below could still go through).
+					if rec != nil {
+						rec.Release()
+					}
+					return
+				}
 				select {
 				case ch <- item{rec, err}:
 				case <-ctx.Done():
