@@ -54,7 +54,7 @@ func (r *Reader) Open(ctx context.Context, df iceberg.DataFile, cols []string, s
 }
 
 // open is Open; with lin, the requested columns end with the row-lineage
-// columns _row_id and _last_updated_sequence_number (see OpenLineage).
+// columns _row_id and _last_updated_sequence_number (see LiveLineage).
 func (r *Reader) open(ctx context.Context, df iceberg.DataFile, cols []string, lin *Lineage, sets ...*DeleteSet) (*FileRows, error) {
 	proj, err := r.project(cols)
 	if err != nil {
