@@ -211,8 +211,24 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		live := func(entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes, kind string) iter.Seq2[arrow.RecordBatch, error] {
 			return src.liveWithMeta(ctx, r, entries, deletes, kind, ordinal, s.SnapshotID)
 		}
+		parentState := func() (*scan.State, error) {
+			if before == nil && parent != nil {
+				st, err := src.state(ctx, parent, parts)
+				if err != nil {
+					return nil, err
+				}
+				before = st
+			}
+			return before, nil
+		}
+		done, err := src.lineageRewrite(ctx, s, files, parentState, beforeDeletes, afterDeletes, ordinal, emit)
+		if err != nil || done {
+			return k, err
+		}
+		// Both sides are decoded in parallel (prefetch); the pairer still
+		// takes their batches in its fixed order.
 		p := newPairer(ctx, src.c.dataCols, pairWindow(src.c.opts.MemoryBudget), emit)
-		if err := p.run(live(files.removedData, beforeDeletes, Delete), live(files.addedData, afterDeletes, Insert)); err != nil {
+		if err := p.run(prefetch(ctx, live(files.removedData, beforeDeletes, Delete)), prefetch(ctx, live(files.addedData, afterDeletes, Insert))); err != nil {
 			return k, err
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -49,6 +50,12 @@ func (f *FileRows) Trim(rec arrow.RecordBatch) arrow.RecordBatch {
 // tables) are filled from the manifest's partition values, as the spec's
 // column projection rule requires.
 func (r *Reader) Open(ctx context.Context, df iceberg.DataFile, cols []string, sets ...*DeleteSet) (*FileRows, error) {
+	return r.open(ctx, df, cols, nil, sets...)
+}
+
+// open is Open; with lin, the requested columns end with the row-lineage
+// columns _row_id and _last_updated_sequence_number (see LiveLineage).
+func (r *Reader) open(ctx context.Context, df iceberg.DataFile, cols []string, lin *Lineage, sets ...*DeleteSet) (*FileRows, error) {
 	proj, err := r.project(cols)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", df.FilePath(), err)
@@ -59,7 +66,16 @@ func (r *Reader) Open(ctx context.Context, df iceberg.DataFile, cols []string, s
 		names = append(names, f.Name)
 		colOf[f.ID] = i
 	}
+	fields := proj.Fields()
+	if lin != nil {
+		for _, f := range []iceberg.NestedField{iceberg.RowID(), iceberg.LastUpdatedSequenceNumber()} {
+			colOf[f.ID] = len(names)
+			names = append(names, f.Name)
+			fields = append(fields, f)
+		}
+	}
 	requested := len(names)
+	var extras []string
 	for _, s := range sets {
 		for _, id := range s.EqualityFieldIDs() {
 			if _, ok := colOf[id]; ok {
@@ -71,13 +87,15 @@ func (r *Reader) Open(ctx context.Context, df iceberg.DataFile, cols []string, s
 			}
 			colOf[id] = len(names)
 			names = append(names, n)
+			extras = append(extras, n)
 		}
 	}
-	fullSchema, err := SelectColumns(r.schema, names)
+	extraSchema, err := SelectColumns(r.schema, extras)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w (nested equality delete columns are not supported)", df.FilePath(), err)
 	}
-	ordered := fullSchema.Fields()
+	ordered := slices.Concat(fields, extraSchema.Fields())
+	fullSchema := iceberg.NewSchema(r.schema.ID, ordered...)
 	as, err := table.SchemaToArrowSchema(fullSchema, nil, true, false)
 	if err != nil {
 		return nil, err
@@ -86,7 +104,7 @@ func (r *Reader) Open(ctx context.Context, df iceberg.DataFile, cols []string, s
 	fill := r.partitionFill(df, ordered)
 	fr := &FileRows{Schema: as, Requested: requested, ColOf: colOf, outSchema: outSchema}
 	fr.Rows = func(yield func(Batch, error) bool) {
-		for b, err := range r.raw(ctx, df, names) {
+		for b, err := range r.raw(ctx, df, names, lin) {
 			if err != nil {
 				yield(Batch{}, err)
 				return

@@ -19,11 +19,15 @@ import (
 // live, projected onto cols (nil = all columns), each batch with the file
 // positions of its rows. It returns the Arrow schema of the batches.
 func (r *Reader) Live(ctx context.Context, df iceberg.DataFile, d Deletes, cols []string) (*arrow.Schema, iter.Seq2[Batch, error], error) {
+	return r.live(ctx, df, d, cols, nil)
+}
+
+func (r *Reader) live(ctx context.Context, df iceberg.DataFile, d Deletes, cols []string, lin *Lineage) (*arrow.Schema, iter.Seq2[Batch, error], error) {
 	ds, err := r.LoadDeletes(ctx, df, d)
 	if err != nil {
 		return nil, nil, err
 	}
-	fr, err := r.Open(ctx, df, cols, ds)
+	fr, err := r.open(ctx, df, cols, lin, ds)
 	if err != nil {
 		return nil, nil, err
 	}

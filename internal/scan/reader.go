@@ -363,7 +363,7 @@ func (r *Reader) loadEq(ctx context.Context, ef iceberg.DataFile, e *eqDeletes) 
 	}
 	e.keys = map[string]struct{}{}
 	var buf []byte
-	for b, err := range r.raw(ctx, ef, names) {
+	for b, err := range r.raw(ctx, ef, names, nil) {
 		if ce := corruptFile(err); ce != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidDeleteFile, ce) // it names the file
 		}
@@ -417,7 +417,11 @@ func (d *DeleteSet) Deleted(rec arrow.RecordBatch, colOf map[int]int, i int, pos
 // order, with no deletes applied. It relies on iceberg-go's reader for the
 // projection by field ID, type promotion and name mapping, giving it one
 // task with no delete files and no filter so that rows keep their order.
-func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string) iter.Seq2[Batch, error] {
+//
+// With lin, the task carries the file's row-lineage constants, so that
+// iceberg-go fills the _row_id and _last_updated_sequence_number columns
+// names may ask for where the file does not store them (or stores NULL).
+func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
 		opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithArrowBatchSize(r.batchSize), table.WithMaxConcurrency(1)}
 		if r.snapshotID != nil {
@@ -426,6 +430,10 @@ func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string) i
 		r.checked.expect(df)
 		sc := r.view.Scan(opts...)
 		task := table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes()}
+		if lin != nil {
+			first, seq := lin.FirstRowID, lin.DataSeq
+			task.FirstRowID, task.DataSequenceNumber = &first, &seq
+		}
 		_, it, err := sc.ReadTasks(ctx, []table.FileScanTask{task})
 		if err != nil {
 			yield(Batch{}, r.readError(df, err))

@@ -98,6 +98,9 @@ type Options struct {
 type Task struct {
 	File    iceberg.DataFile
 	Deletes Deletes
+	// DataSeq is the data sequence number of the file's manifest entry,
+	// when the plan knows it (row lineage needs it: see Lineage).
+	DataSeq *int64
 }
 
 // Plan lists the data files of snap that may hold rows matching filter,
@@ -155,7 +158,7 @@ func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter ic
 		if len(t.DeletionVectorFiles) == 1 {
 			d.DV = t.DeletionVectorFiles[0]
 		}
-		out = append(out, Task{File: t.File, Deletes: d})
+		out = append(out, Task{File: t.File, Deletes: d, DataSeq: t.DataSequenceNumber})
 	}
 	return out, nil
 }

@@ -394,14 +394,25 @@ func (res *Result) doFile(ctx context.Context, reader *scan.Reader, wfs iceio.Wr
 		removed = touched
 	} else {
 		keepRows := req.Mode == CopyOnWrite
+		var lw *lineageWrite
+		if keepRows {
+			if lw, err = rewriteLineage(res.Table, t); err != nil {
+				return nil, nil, err
+			}
+		}
 		stream := func(yield func(arrow.RecordBatch, error) bool) {
-			_, err := rewriteFile(ctx, reader, tf, req.Visitor, keepRows,
+			_, err := rewriteFile(ctx, reader, tf, req.Visitor, keepRows, schema, lw,
 				func(p int64) { removed.Add(uint64(p)) }, func(k int64) { fw.addedRows += k }, yield)
 			if err != nil {
 				yield(nil, err)
 			}
 		}
-		files, err := writeData(ctx, res.Table, schema, stream)
+		var files []iceberg.DataFile
+		if lw != nil {
+			files, err = writeDataLineage(ctx, res.Table, lw, stream)
+		} else {
+			files, err = writeData(ctx, res.Table, schema, stream)
+		}
 		fw.added = files
 		if err != nil {
 			return nil, paths(files), err
@@ -542,10 +553,18 @@ func matchFile(ctx context.Context, reader *scan.Reader, t scan.Task, v *Visitor
 
 // rewriteFile runs the second pass over one touched file: it yields the
 // rows that stay (when keepRows), the rows Rewrite adds, and records the
-// removed positions.
-func rewriteFile(ctx context.Context, reader *scan.Reader, tf touchedFile, v *Visitor, keepRows bool,
+// removed positions. With lw, the rows that stay keep their row lineage
+// and the rows added get none (see rewriteLineage); schema is the data
+// columns' Arrow schema.
+func rewriteFile(ctx context.Context, reader *scan.Reader, tf touchedFile, v *Visitor, keepRows bool, schema *arrow.Schema, lw *lineageWrite,
 	removed func(pos int64), added func(n int64), yield func(arrow.RecordBatch, error) bool) (bool, error) {
-	_, seq, err := reader.Live(ctx, tf.task.File, tf.task.Deletes, nil)
+	var seq iter.Seq2[scan.Batch, error]
+	var err error
+	if lw != nil {
+		_, seq, err = reader.LiveLineage(ctx, tf.task.File, lw.lin, tf.task.Deletes, nil)
+	} else {
+		_, seq, err = reader.Live(ctx, tf.task.File, tf.task.Deletes, nil)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -553,68 +572,106 @@ func rewriteFile(ctx context.Context, reader *scan.Reader, tf touchedFile, v *Vi
 		if err != nil {
 			return false, err
 		}
-		touched := make([]bool, len(b.Pos))
-		any := false
-		for i, p := range b.Pos {
-			if tf.touched.Contains(uint64(p)) {
-				touched[i] = true
-				any = true
-			}
+		var withLineage arrow.RecordBatch // b.Rec, when it holds lineage
+		if lw != nil {
+			withLineage = b.Rec
+			b.Rec = splitLineage(withLineage, schema)
 		}
-		keep := make([]bool, len(b.Pos))
-		var add arrow.RecordBatch
-		if !any {
-			for i := range keep {
-				keep[i] = true
+		more, err := rewriteBatch(ctx, tf, v, keepRows, b, withLineage, lw, removed, added, yield)
+		if withLineage != nil {
+			withLineage.Release()
+		}
+		if err != nil || !more {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// rewriteBatch is rewriteFile for one batch b (data columns) of the file,
+// read with its lineage columns as withLineage when lw is set. It takes b.
+func rewriteBatch(ctx context.Context, tf touchedFile, v *Visitor, keepRows bool, b scan.Batch, withLineage arrow.RecordBatch, lw *lineageWrite,
+	removed func(pos int64), added func(n int64), yield func(arrow.RecordBatch, error) bool) (bool, error) {
+	var err error
+	touched := make([]bool, len(b.Pos))
+	any := false
+	for i, p := range b.Pos {
+		if tf.touched.Contains(uint64(p)) {
+			touched[i] = true
+			any = true
+		}
+	}
+	keep := make([]bool, len(b.Pos))
+	var add arrow.RecordBatch
+	if !any {
+		for i := range keep {
+			keep[i] = true
+		}
+	} else if v.Rewrite != nil {
+		keep, add, err = v.Rewrite(ctx, tf.task.File, b, touched)
+		if err == nil && len(keep) != len(b.Pos) {
+			err = fmt.Errorf("rewrite returned %d flags for %d rows", len(keep), len(b.Pos))
+		}
+		if err != nil {
+			b.Release()
+			return false, err
+		}
+	} else {
+		for i := range keep {
+			keep[i] = !touched[i]
+		}
+	}
+	for i, k := range keep {
+		if !k {
+			if !touched[i] {
+				b.Release()
+				return false, errors.New("rewrite removed a row it was not given as touched")
 			}
-		} else if v.Rewrite != nil {
-			keep, add, err = v.Rewrite(ctx, tf.task.File, b, touched)
-			if err == nil && len(keep) != len(b.Pos) {
-				err = fmt.Errorf("rewrite returned %d flags for %d rows", len(keep), len(b.Pos))
-			}
+			removed(b.Pos[i])
+		}
+	}
+	if keepRows {
+		src := b.Rec
+		if lw != nil {
+			src = withLineage
+		}
+		kept, err := rows.Select(ctx, src, keep)
+		if err != nil {
+			b.Release()
+			return false, err
+		}
+		if lw != nil {
+			k, err := lw.kept(kept)
+			kept.Release()
 			if err != nil {
 				b.Release()
 				return false, err
+			}
+			kept = k
+		}
+		if kept.NumRows() > 0 {
+			if !yield(kept, nil) {
+				b.Release()
+				return false, nil
 			}
 		} else {
-			for i := range keep {
-				keep[i] = !touched[i]
-			}
+			kept.Release()
 		}
-		for i, k := range keep {
-			if !k {
-				if !touched[i] {
-					b.Release()
-					return false, errors.New("rewrite removed a row it was not given as touched")
+	}
+	b.Release()
+	if add != nil {
+		if add.NumRows() > 0 {
+			added(add.NumRows())
+			if lw != nil {
+				if add, err = lw.added(add); err != nil {
+					return false, err
 				}
-				removed(b.Pos[i])
 			}
-		}
-		if keepRows {
-			kept, err := rows.Select(ctx, b.Rec, keep)
-			if err != nil {
-				b.Release()
-				return false, err
+			if !yield(add, nil) {
+				return false, nil
 			}
-			if kept.NumRows() > 0 {
-				if !yield(kept, nil) {
-					b.Release()
-					return false, nil
-				}
-			} else {
-				kept.Release()
-			}
-		}
-		b.Release()
-		if add != nil {
-			if add.NumRows() > 0 {
-				added(add.NumRows())
-				if !yield(add, nil) {
-					return false, nil
-				}
-			} else {
-				add.Release()
-			}
+		} else {
+			add.Release()
 		}
 	}
 	return true, nil
@@ -657,6 +714,11 @@ func WriteData(ctx context.Context, tbl *table.Table, schema *arrow.Schema, rows
 // that the input was read to its end and that the files hold as many rows
 // as it gave (ErrIncompleteWrite otherwise).
 func writeData(ctx context.Context, tbl *table.Table, schema *arrow.Schema, stream iter.Seq2[arrow.RecordBatch, error]) ([]iceberg.DataFile, error) {
+	return writeDataWith(ctx, tbl, schema, stream)
+}
+
+// writeDataWith is writeData with options for iceberg-go's writer.
+func writeDataWith(ctx context.Context, tbl *table.Table, schema *arrow.Schema, stream iter.Seq2[arrow.RecordBatch, error], opts ...table.WriteRecordOption) ([]iceberg.DataFile, error) {
 	var given atomic.Int64
 	var ended atomic.Bool
 	counted := func(yield func(arrow.RecordBatch, error) bool) {
@@ -675,7 +737,7 @@ func writeData(ctx context.Context, tbl *table.Table, schema *arrow.Schema, stre
 	name := scan.FormatIdent(tbl.Identifier())
 	var files []iceberg.DataFile
 	var written int64
-	for df, err := range table.WriteRecords(ctx, tbl, schema, counted) {
+	for df, err := range table.WriteRecords(ctx, tbl, schema, counted, opts...) {
 		if err != nil {
 			return files, fmt.Errorf("write data files of %s: %w", name, err)
 		}

@@ -1,0 +1,12 @@
+package changelog
+
+// SetLineage turns the row-lineage path of rewrites on or off and returns
+// the function that restores it. Tests using it must not run in parallel.
+func SetLineage(on bool) (restore func()) {
+	was := useLineage
+	useLineage = on
+	return func() { useLineage = was }
+}
+
+// LineageRewrites is how many rewrites the row-lineage path has computed.
+func LineageRewrites() int64 { return lineageRewrites.Load() }
