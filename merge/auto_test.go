@@ -134,7 +134,7 @@ func TestApplyAuto(t *testing.T) {
 				for k, w := range map[string]string{
 					write.SummaryWriteMode: "auto", write.SummaryAutoChoice: c.choice,
 					write.SummaryRewritten: c.rewritten, write.SummaryDeleteTargets: c.deletes,
-					write.SummaryRewriteRatio: "0.25",
+					write.SummaryRewriteRatio: "0.2",
 				} {
 					if sum[k] != w {
 						t.Errorf("%s: summary %s = %q, want %q (summary %v)", v.name, k, sum[k], w, sum)

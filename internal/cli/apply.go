@@ -43,7 +43,7 @@ write.merge.mode says; --delete-mode position forces position deletes (deletion 
 on v3), --delete-mode equality writes equality deletes without reading the table's rows
 (PyIceberg 0.12 cannot read tables with equality deletes: floe warns; table compact
 removes them), --delete-mode auto rewrites the touched files when the changes touch at
-least floe.write.auto.rewrite-ratio (default 0.25) of their rows, else writes position
+least floe.write.auto.rewrite-ratio (default 0.2) of their rows, else writes position
 deletes or deletion vectors (the snapshot summary records the choice). --property k=v
 sets table properties (watermarks) in the same commit. Past half of --memory-budget
 (default 512MiB) the change rows spill to temporary files, partitioned by key.

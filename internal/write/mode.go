@@ -69,12 +69,14 @@ const (
 
 // DefaultRewriteRatio is auto's threshold when the table does not set
 // floe.write.auto.rewrite-ratio: a change that touches at least this
-// fraction of the live rows of the files it touches rewrites them. It is
-// chosen from BenchmarkWriteMode (docs/benchmarks.md, "write mode:
-// auto"): below it, deletion vectors and position deletes cost less to
-// write and the following scan pays little for them; above it, the scan
-// pays more for the deletes than a rewrite costs.
-const DefaultRewriteRatio = 0.25
+// fraction of the live rows of the files it touches rewrites them. From
+// BenchmarkWriteMode (docs/benchmarks.md, section 13): deletes cost 2-10x
+// less to write at every fraction measured, but from a quarter of a file
+// on, a scan of the file costs 2-3x the rewritten file's, so a few reads
+// repay the rewrite; and it is the default floe.compaction.deleted-ratio,
+// so that auto never writes deletes that a pipeline's automatic compaction
+// would rewrite right after the build.
+const DefaultRewriteRatio = 0.2
 
 // ModeFor returns the mode the table's properties choose for op:
 // floe.write.mode when set, else write.delete.mode, write.update.mode or
