@@ -45,30 +45,36 @@ func autoFor(tbl *table.Table, req Request) (*autoState, error) {
 	return &autoState{ratio: r}, nil
 }
 
-// chooseMode runs auto's match pass over every candidate file (works[i]
-// gets its touched positions and live rows) and sets res.Mode. A v1 table
-// is always rewritten: it cannot hold delete files.
-func (res *Result) chooseMode(ctx context.Context, reader *scan.Reader, tasks []scan.Task, works []*fileWork, req Request) error {
+// chooseMode sets res.Mode from the touched and live rows of every
+// candidate file. A file whose work an earlier attempt did (in either
+// mode, with the same delete files) gives its figures from that work;
+// the others are matched now, and returned (matched[i]) for the rewrite
+// pass of this attempt: the visitor's match and rewrite of a file run in
+// one attempt, or neither does. A v1 table is always rewritten: it cannot
+// hold delete files.
+func (res *Result) chooseMode(ctx context.Context, reader *scan.Reader, tasks []scan.Task, req Request) ([]*fileWork, error) {
+	matched := make([]*fileWork, len(tasks))
+	seen := make([]*fileWork, len(tasks))
 	err := res.eachTask(ctx, reader, tasks, func(ctx context.Context, i int, t scan.Task) ([]string, error) {
-		key := workKey(t, Auto, true)
-		if fw := req.Reuse.get(key); fw != nil {
-			works[i] = fw
-			return nil, nil
+		for _, m := range []Mode{CopyOnWrite, MergeOnRead} {
+			if fw := req.Reuse.get(workKey(t, m, true)); fw != nil {
+				seen[i] = fw
+				return nil, nil
+			}
 		}
 		touched, live, err := matchFile(ctx, reader, t, req.Visitor)
 		if err != nil {
 			return nil, err
 		}
-		fw := &fileWork{touched: touched, live: live}
-		req.Reuse.put(key, fw)
-		works[i] = fw
+		matched[i] = &fileWork{touched: touched, live: live}
+		seen[i] = matched[i]
 		return nil, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	files := make([]FileTouch, 0, len(works))
-	for _, fw := range works {
+	files := make([]FileTouch, 0, len(seen))
+	for _, fw := range seen {
 		if fw.touched != nil {
 			files = append(files, FileTouch{Touched: int64(fw.touched.GetCardinality()), Live: fw.live})
 		}
@@ -77,7 +83,7 @@ func (res *Result) chooseMode(ctx context.Context, reader *scan.Reader, tasks []
 	if res.Table.Metadata().Version() < 2 {
 		res.Mode = CopyOnWrite
 	}
-	return nil
+	return matched, nil
 }
 
 // recordChoice puts auto's decision into the snapshot summary.

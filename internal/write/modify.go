@@ -236,8 +236,8 @@ func (r *Reuse) Abandoned(res *Result) []string {
 // fileWork is what a change does to one data file (with one set of
 // delete files): the positions it removes and the files it writes.
 type fileWork struct {
-	// touched and live are auto's match pass alone: the positions the
-	// change touches (nil: none) of live rows.
+	// touched are the positions the match pass touched (nil: none), of
+	// live rows: what auto chooses from.
 	touched     *roaring64.Bitmap
 	live        int64
 	removed     *roaring64.Bitmap // nil: the file is untouched
@@ -356,13 +356,15 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		}
 		res.FilesScanned = len(tasks)
 		works := make([]*fileWork, len(tasks))
-		if req.Mode == Auto {
-			if err := res.chooseMode(ctx, reader, tasks, works, req); err != nil {
+		auto := req.Mode == Auto
+		var matched []*fileWork
+		if auto {
+			if matched, err = res.chooseMode(ctx, reader, tasks, req); err != nil {
 				return res, err
 			}
 		}
 		err = res.eachTask(ctx, reader, tasks, func(ctx context.Context, i int, t scan.Task) ([]string, error) {
-			key := workKey(t, res.Mode, req.Mode == Auto)
+			key := workKey(t, res.Mode, auto)
 			if fw := req.Reuse.get(key); fw != nil {
 				works[i] = fw
 				return nil, nil
@@ -370,8 +372,10 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 			var fw *fileWork
 			var written []string
 			var err error
-			if m := works[i]; m != nil { // auto's match pass
-				fw, written, err = res.finishFile(ctx, reader, wfs, schema, t, req, m.touched)
+			if auto && matched[i] != nil {
+				// The match pass ran in this attempt: the rewrite pass
+				// follows it, as the visitor expects.
+				fw, written, err = res.finishFile(ctx, reader, wfs, schema, t, req, matched[i].touched, matched[i].live)
 			} else {
 				fw, written, err = res.doFile(ctx, reader, wfs, schema, t, req)
 			}
@@ -435,21 +439,22 @@ func paths(files []iceberg.DataFile) []string {
 // doFile runs the match pass over one data file and, when rows are
 // touched, the rewrite pass. It returns the work and the files it wrote.
 func (res *Result) doFile(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, schema *arrow.Schema, t scan.Task, req Request) (*fileWork, []string, error) {
-	touched, _, err := matchFile(ctx, reader, t, req.Visitor)
+	touched, live, err := matchFile(ctx, reader, t, req.Visitor)
 	if err != nil {
 		return nil, nil, err
 	}
-	return res.finishFile(ctx, reader, wfs, schema, t, req, touched)
+	return res.finishFile(ctx, reader, wfs, schema, t, req, touched, live)
 }
 
 // finishFile does the work of res.Mode on one data file whose match pass
-// touched the rows touched (nil: none): the rewrite pass and, on v2
-// merge-on-read, the position delete file.
-func (res *Result) finishFile(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, schema *arrow.Schema, t scan.Task, req Request, touched *roaring64.Bitmap) (*fileWork, []string, error) {
-	fw := &fileWork{}
+// touched the rows touched (nil: none) of its live rows: the rewrite pass
+// and, on v2 merge-on-read, the position delete file.
+func (res *Result) finishFile(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, schema *arrow.Schema, t scan.Task, req Request, touched *roaring64.Bitmap, live int64) (*fileWork, []string, error) {
+	fw := &fileWork{live: live}
 	if touched == nil {
 		return fw, nil, nil
 	}
+	fw.touched = touched
 	tf := touchedFile{task: t, touched: touched}
 	removed := roaring64.New()
 	if res.Mode == MergeOnRead && req.Visitor.Rewrite == nil {
