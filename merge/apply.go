@@ -37,19 +37,39 @@ const (
 	// DeleteEquality writes equality deletes of the keys without reading
 	// the table (the cheapest write, as Flink and Beam do); readers pay.
 	DeleteEquality
+	// DeleteByFraction is write mode auto (write.Auto) whatever the table
+	// says: copy-on-write when the change touches at least the table's
+	// floe.write.auto.rewrite-ratio of the live rows of the files it
+	// touches, position deletes or deletion vectors otherwise.
+	DeleteByFraction
 )
 
-// ParseDeleteMode parses "", "position" or "equality".
+// ParseDeleteMode parses "" (the table's write mode), "position",
+// "equality" or "auto" (DeleteByFraction).
 func ParseDeleteMode(s string) (DeleteMode, error) {
-	switch strings.ToLower(s) {
-	case "", "auto":
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
 		return DeleteAuto, nil
 	case "position", "positional":
 		return DeletePosition, nil
 	case "equality":
 		return DeleteEquality, nil
+	case "auto":
+		return DeleteByFraction, nil
 	}
-	return 0, fmt.Errorf("delete mode %q: want position or equality", s)
+	return 0, fmt.Errorf("delete mode %q: want position, equality or auto", s)
+}
+
+// writeMode is the write mode of a change to a table with props under
+// delete mode m.
+func writeMode(props iceberg.Properties, m DeleteMode) (write.Mode, error) {
+	switch m {
+	case DeletePosition, DeleteEquality:
+		return write.MergeOnRead, nil
+	case DeleteByFraction:
+		return write.Auto, nil
+	}
+	return write.ModeFor(props, write.OpMerge)
 }
 
 // Options configure Apply and Merge. ChangeTypeColumn and SequenceColumn
@@ -228,12 +248,9 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	}
 	defer cs.release()
 	res := &Result{}
-	mode, err := write.ModeFor(tbl.Properties(), write.OpMerge)
+	mode, err := writeMode(tbl.Properties(), o.DeleteMode)
 	if err != nil {
 		return nil, err
-	}
-	if o.DeleteMode != DeleteAuto {
-		mode = write.MergeOnRead
 	}
 	res.Mode = mode.String()
 	if o.DeleteMode == DeleteEquality {
@@ -333,6 +350,9 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 	if out.Result != nil {
 		res.RowsAdded, res.RowsRemoved = out.Result.RowsAdded, out.Result.RowsRemoved
 		res.FilesScanned = out.Result.FilesScanned
+		if mode == write.Auto {
+			res.Mode = "auto: " + out.Result.Mode.String()
+		}
 	}
 	return res, nil
 }

@@ -250,12 +250,9 @@ func (j *joiner) prepare(ctx context.Context, tbl *table.Table, stmt *expr.Merge
 		return nil, counts{}, err
 	}
 	defer index.release()
-	mode, err := write.ModeFor(tbl.Properties(), write.OpMerge)
+	mode, err := writeMode(tbl.Properties(), o.DeleteMode)
 	if err != nil {
 		return nil, counts{}, err
-	}
-	if o.DeleteMode == DeletePosition {
-		mode = write.MergeOnRead
 	}
 	base, err := write.BranchHead(tbl, o.Branch)
 	if err != nil {

@@ -45,6 +45,8 @@ func TestRetry(t *testing.T) {
 			for _, props := range []iceberg.Properties{
 				{"format-version": "2", "wm": "w0"},
 				{"format-version": "3", "write.merge.mode": "merge-on-read", "wm": "w0"},
+				{"format-version": "3", "floe.write.mode": "auto", "wm": "w0"},
+				{"format-version": "2", "floe.write.mode": "auto", "floe.write.auto.rewrite-ratio": "1", "wm": "w0"},
 			} {
 				e := tabletest.New(t)
 				if _, err := e.Create("t", "id long not null, v string", "", nil, props); err != nil {

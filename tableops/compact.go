@@ -50,10 +50,10 @@ type CompactOptions struct {
 }
 
 // mergeOnRead reports whether one of the table's write modes is
-// merge-on-read.
+// merge-on-read, or auto (which writes delete files for small changes).
 func mergeOnRead(props iceberg.Properties) bool {
 	for _, op := range []write.Op{write.OpDelete, write.OpUpdate, write.OpMerge} {
-		if m, err := write.ModeFor(props, op); err == nil && m == write.MergeOnRead {
+		if m, err := write.ModeFor(props, op); err == nil && m != write.CopyOnWrite {
 			return true
 		}
 	}

@@ -158,11 +158,9 @@ func SetProperties(ctx context.Context, cat *catalog.Catalog, ident table.Identi
 	if len(props) == 0 {
 		return nil, fmt.Errorf("set properties of %s: no property given", name)
 	}
-	for _, k := range []string{write.PropDeleteMode, write.PropUpdateMode, write.PropMergeMode} {
-		if v, ok := props[k]; ok {
-			if _, err := write.ParseMode(v, k); err != nil {
-				return nil, err
-			}
+	for k, v := range props {
+		if err := write.CheckModeProperty(k, v); err != nil {
+			return nil, err
 		}
 	}
 	rest := iceberg.Properties{}

@@ -180,11 +180,9 @@ func Create(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, s
 	if props == nil {
 		props = iceberg.Properties{}
 	}
-	for _, k := range []string{write.PropDeleteMode, write.PropUpdateMode, write.PropMergeMode} {
-		if v, ok := props[k]; ok {
-			if _, err := write.ParseMode(v, k); err != nil {
-				return nil, err
-			}
+	for k, v := range props {
+		if err := write.CheckModeProperty(k, v); err != nil {
+			return nil, err
 		}
 	}
 	ns := ident[:len(ident)-1]

@@ -38,10 +38,13 @@ safe widenings are applied). At most one action per key, unless --sequence-colum
 orders them: then the changes of a key collapse in sequence order (ties:
 UPDATE_BEFORE < DELETE < UPDATE_AFTER < INSERT), so raw CDC events apply correctly.
 
-Rows are removed copy-on-write or merge-on-read as the table's write.merge.mode says;
---delete-mode position forces position deletes (deletion vectors on v3), --delete-mode
-equality writes equality deletes without reading the table's rows (PyIceberg 0.12 cannot
-read tables with equality deletes: floe warns; table compact removes them). --property k=v
+Rows are removed copy-on-write or merge-on-read as the table's floe.write.mode or
+write.merge.mode says; --delete-mode position forces position deletes (deletion vectors
+on v3), --delete-mode equality writes equality deletes without reading the table's rows
+(PyIceberg 0.12 cannot read tables with equality deletes: floe warns; table compact
+removes them), --delete-mode auto rewrites the touched files when the changes touch at
+least floe.write.auto.rewrite-ratio (default 0.2) of their rows, else writes position
+deletes or deletion vectors (the snapshot summary records the choice). --property k=v
 sets table properties (watermarks) in the same commit. Past half of --memory-budget
 (default 512MiB) the change rows spill to temporary files, partitioned by key.
 
@@ -146,7 +149,7 @@ give several rows one identifier value, so it is refused unless
 	f.BoolVar(&allowKey, "allow-non-identifier-key", false, "apply by a --key that is not the table's identifier (its values can then repeat)")
 	f.StringVar(&seq, "sequence-column", "", "collapse the changes of each key in this column's order")
 	f.StringVar(&changeType, "change-type-column", "", "column holding the change type (default _change_type)")
-	f.StringVar(&deleteMode, "delete-mode", "", "position or equality (default: the table's write.merge.mode)")
+	f.StringVar(&deleteMode, "delete-mode", "", "position, equality or auto (default: the table's floe.write.mode or write.merge.mode)")
 	f.StringArrayVar(&props, "property", nil, "table property k=v committed with the changes (repeatable)")
 	f.StringVar(&branch, "branch", "", "write to this branch")
 	budgetOpts = memoryBudgetFlag(f)

@@ -297,7 +297,7 @@ second signal aborts the run before its commit.`,
 	f := c.Flags()
 	keyFlag(c, &keys, "key columns, comma-separated (default: the table's identifier fields; required to create it)", "equality-columns")
 	f.StringVar(&mode, "mode", "copy-on-write", "write mode of a table the sync creates: copy-on-write or merge-on-read")
-	f.StringVar(&deleteMode, "delete-mode", "", "how rows are removed: position or equality (default: as the table's write.merge.mode says)")
+	f.StringVar(&deleteMode, "delete-mode", "", "how rows are removed: position, equality or auto (default: as the table's floe.write.mode or write.merge.mode says)")
 	f.StringVar(&partitionBy, "partition-by", "", `partition spec of a table the sync creates, e.g. "region, day(ts)"`)
 	f.IntVar(&formatVersion, "format-version", 0, "Iceberg format version of a table the sync creates: 2 (default) or 3")
 	f.StringArrayVar(&props, "property", nil, "table property k=v of a table the sync creates (repeatable)")

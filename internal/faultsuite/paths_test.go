@@ -142,6 +142,10 @@ func paths() []path {
 	cowV2 := props("format-version", "2")
 	morV2 := props("format-version", "2", "write.delete.mode", "merge-on-read", "write.update.mode", "merge-on-read", "write.merge.mode", "merge-on-read")
 	morV3 := props("format-version", "3", "write.delete.mode", "merge-on-read", "write.update.mode", "merge-on-read", "write.merge.mode", "merge-on-read")
+	// Write mode auto, with thresholds that make it rewrite (0) or write
+	// deletes (1: no file has every row changed).
+	autoCow := props("format-version", "2", "floe.write.mode", "auto", "floe.write.auto.rewrite-ratio", "0")
+	autoMorV3 := props("format-version", "3", "floe.write.mode", "auto", "floe.write.auto.rewrite-ratio", "1")
 	refState := func(e *env, tbl *table.Table) (string, error) {
 		// Refs by the position of their snapshot in the table's history
 		// (snapshot ids differ between trials).
@@ -183,6 +187,9 @@ func paths() []path {
 		applyPath("apply position deletes v2", merge.DeleteAuto, morV2),
 		applyPath("apply deletion vectors v3", merge.DeleteAuto, morV3),
 		applyPath("apply equality deletes v2", merge.DeleteEquality, cowV2),
+		applyPath("apply auto rewriting v2", merge.DeleteAuto, autoCow),
+		applyPath("apply auto deletion vectors v3", merge.DeleteByFraction, autoMorV3),
+		mergePath("merge auto v2", autoCow),
 		mergePath("merge copy-on-write v2", cowV2),
 		mergePath("merge merge-on-read v3", morV3),
 		{name: "table append", tables: []string{"t"}, setup: func(e *env) error { return seedTable(e, cowV2) },

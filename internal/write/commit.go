@@ -41,6 +41,16 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 	if err := tx.AssertRefSnapshotID(branch); err != nil {
 		return nil, err
 	}
+	if len(r.Summary) > 0 {
+		sp := iceberg.Properties{}
+		for k, v := range r.Summary {
+			sp[k] = v
+		}
+		for k, v := range snapshotProps {
+			sp[k] = v
+		}
+		snapshotProps = sp
+	}
 	name := scan.FormatIdent(r.Table.Identifier())
 	if r.Prestage != nil {
 		if err := r.Prestage(tx); err != nil {

@@ -60,6 +60,9 @@ type Request struct {
 	// (equality deletes); they are added as they are (merge-on-read).
 	DeleteFiles []iceberg.DataFile
 	Mode        Mode
+	// RewriteRatio is auto's threshold (Mode Auto; see Choose): 0 takes
+	// the table's floe.write.auto.rewrite-ratio, else DefaultRewriteRatio.
+	RewriteRatio float64
 	// Reuse, when set, keeps the per-file work of earlier attempts: a data
 	// file that is still live with the same delete files is not read or
 	// rewritten again.
@@ -68,10 +71,14 @@ type Request struct {
 
 // Result is what Prepare wrote: the content of one commit.
 type Result struct {
-	Table         *table.Table
-	Branch        string
-	Base          *table.Snapshot // the branch head the change was computed on (nil: empty table)
-	Mode          Mode
+	Table  *table.Table
+	Branch string
+	Base   *table.Snapshot // the branch head the change was computed on (nil: empty table)
+	// Mode is the mode the change was written in (the one auto chose).
+	Mode Mode
+	// Summary goes into the snapshot summary with the caller's properties
+	// (auto's choice, see recordChoice).
+	Summary       iceberg.Properties
 	AddData       []iceberg.DataFile
 	RemoveData    []iceberg.DataFile
 	AddDeletes    []iceberg.DataFile
@@ -93,6 +100,7 @@ type Result struct {
 	Prestage func(tx *table.Transaction) error
 	// written lists the files this attempt created (not reused ones).
 	written []string
+	auto    *autoState // Mode Auto's decision
 }
 
 // Empty reports whether the change writes nothing.
@@ -228,6 +236,10 @@ func (r *Reuse) Abandoned(res *Result) []string {
 // fileWork is what a change does to one data file (with one set of
 // delete files): the positions it removes and the files it writes.
 type fileWork struct {
+	// touched are the positions the match pass touched (nil: none), of
+	// live rows: what auto chooses from.
+	touched     *roaring64.Bitmap
+	live        int64
 	removed     *roaring64.Bitmap // nil: the file is untouched
 	added       []iceberg.DataFile
 	addedRows   int64
@@ -246,8 +258,40 @@ func (fw *fileWork) paths() []string {
 	return out
 }
 
-func workKey(t scan.Task) string {
-	return t.File.FilePath() + "|" + t.Deletes.Key()
+// workKey is the Reuse key of the work on one data file. Under auto the
+// chosen mode is part of it: a retry on a changed table may choose the
+// other mode, whose work on the file differs.
+func workKey(t scan.Task, m Mode, auto bool) string {
+	k := t.File.FilePath() + "|" + t.Deletes.Key()
+	if auto {
+		k += "|" + m.String()
+	}
+	return k
+}
+
+// eachTask runs fn on every task, two at a time, collecting the files fn
+// wrote (also on error) and naming the file in an error.
+func (res *Result) eachTask(ctx context.Context, reader *scan.Reader, tasks []scan.Task, fn func(ctx context.Context, i int, t scan.Task) ([]string, error)) error {
+	var mu sync.Mutex
+	g, gctx := safe.WithContext(ctx)
+	g.SetLimit(2)
+	for i, t := range tasks {
+		g.Go(func() (err error) {
+			defer reader.RecoverRead(&err, t.File)
+			written, err := fn(gctx, i, t)
+			mu.Lock()
+			res.written = append(res.written, written...)
+			mu.Unlock()
+			if err != nil {
+				if errors.As(err, new(*scan.CorruptFileError)) {
+					return err // it names the file
+				}
+				return fmt.Errorf("%s: %w", t.File.FilePath(), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // Prepare computes a change and writes its files, without committing.
@@ -264,6 +308,15 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		return nil, err
 	}
 	res = &Result{Table: tbl, Branch: req.Branch, Base: base, Mode: req.Mode}
+	if req.Mode == Auto {
+		// The mode is chosen once the match pass has seen the touched
+		// files; without a match pass (no visitor, an empty table) nothing
+		// is rewritten or deleted, and copy-on-write stages it as well.
+		res.Mode = CopyOnWrite
+		if res.auto, err = autoFor(tbl, req); err != nil {
+			return nil, err
+		}
+	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, err
@@ -303,37 +356,43 @@ func Prepare(ctx context.Context, req Request) (res *Result, err error) {
 		}
 		res.FilesScanned = len(tasks)
 		works := make([]*fileWork, len(tasks))
-		var mu sync.Mutex
-		g, gctx := safe.WithContext(ctx)
-		g.SetLimit(2)
-		for i, t := range tasks {
-			g.Go(func() (err error) {
-				defer reader.RecoverRead(&err, t.File)
-				key := workKey(t)
-				if fw := req.Reuse.get(key); fw != nil {
-					works[i] = fw
-					return nil
-				}
-				fw, written, err := res.doFile(gctx, reader, wfs, schema, t, req)
-				mu.Lock()
-				res.written = append(res.written, written...)
-				mu.Unlock()
-				if err != nil {
-					if errors.As(err, new(*scan.CorruptFileError)) {
-						return err // it names the file
-					}
-					return fmt.Errorf("%s: %w", t.File.FilePath(), err)
-				}
+		auto := req.Mode == Auto
+		var matched []*fileWork
+		if auto {
+			if matched, err = res.chooseMode(ctx, reader, tasks, req); err != nil {
+				return res, err
+			}
+		}
+		err = res.eachTask(ctx, reader, tasks, func(ctx context.Context, i int, t scan.Task) ([]string, error) {
+			key := workKey(t, res.Mode, auto)
+			if fw := req.Reuse.get(key); fw != nil {
+				works[i] = fw
+				return nil, nil
+			}
+			var fw *fileWork
+			var written []string
+			var err error
+			if auto && matched[i] != nil {
+				// The match pass ran in this attempt: the rewrite pass
+				// follows it, as the visitor expects.
+				fw, written, err = res.finishFile(ctx, reader, wfs, schema, t, req, matched[i].touched, matched[i].live)
+			} else {
+				fw, written, err = res.doFile(ctx, reader, wfs, schema, t, req)
+			}
+			if err == nil {
 				req.Reuse.put(key, fw)
 				works[i] = fw
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
+			}
+			return written, err
+		})
+		if err != nil {
 			return res, err
 		}
 		if err := res.assemble(ctx, wfs, tasks, works); err != nil {
 			return res, err
+		}
+		if req.Mode == Auto {
+			res.recordChoice()
 		}
 	}
 	res.addPrewritten(req)
@@ -380,21 +439,30 @@ func paths(files []iceberg.DataFile) []string {
 // doFile runs the match pass over one data file and, when rows are
 // touched, the rewrite pass. It returns the work and the files it wrote.
 func (res *Result) doFile(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, schema *arrow.Schema, t scan.Task, req Request) (*fileWork, []string, error) {
-	touched, err := matchFile(ctx, reader, t, req.Visitor)
+	touched, live, err := matchFile(ctx, reader, t, req.Visitor)
 	if err != nil {
 		return nil, nil, err
 	}
-	fw := &fileWork{}
+	return res.finishFile(ctx, reader, wfs, schema, t, req, touched, live)
+}
+
+// finishFile does the work of res.Mode on one data file whose match pass
+// touched the rows touched (nil: none) of its live rows: the rewrite pass
+// and, on v2 merge-on-read, the position delete file.
+func (res *Result) finishFile(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, schema *arrow.Schema, t scan.Task, req Request, touched *roaring64.Bitmap, live int64) (*fileWork, []string, error) {
+	fw := &fileWork{live: live}
 	if touched == nil {
 		return fw, nil, nil
 	}
+	fw.touched = touched
 	tf := touchedFile{task: t, touched: touched}
 	removed := roaring64.New()
-	if req.Mode == MergeOnRead && req.Visitor.Rewrite == nil {
+	if res.Mode == MergeOnRead && req.Visitor.Rewrite == nil {
 		removed = touched
 	} else {
-		keepRows := req.Mode == CopyOnWrite
+		keepRows := res.Mode == CopyOnWrite
 		var lw *lineageWrite
+		var err error
 		if keepRows {
 			if lw, err = rewriteLineage(res.Table, t); err != nil {
 				return nil, nil, err
@@ -421,7 +489,7 @@ func (res *Result) doFile(ctx context.Context, reader *scan.Reader, wfs iceio.Wr
 	fw.removed = removed
 	fw.removedRows = int64(removed.GetCardinality())
 	written := paths(fw.added)
-	if req.Mode == MergeOnRead && res.Table.Metadata().Version() < 3 && !removed.IsEmpty() {
+	if res.Mode == MergeOnRead && res.Table.Metadata().Version() < 3 && !removed.IsEmpty() {
 		pf, err := writePositionDeletes(ctx, res.Table, wfs, t.File, bitmapPositions(removed))
 		if err != nil {
 			return nil, written, err
@@ -519,24 +587,27 @@ type touchedFile struct {
 }
 
 // matchFile reads the match columns of one file's live rows and returns
-// the positions the visitor touches (nil when none).
-func matchFile(ctx context.Context, reader *scan.Reader, t scan.Task, v *Visitor) (*roaring64.Bitmap, error) {
+// the positions the visitor touches (nil when none) and the number of live
+// rows.
+func matchFile(ctx context.Context, reader *scan.Reader, t scan.Task, v *Visitor) (*roaring64.Bitmap, int64, error) {
 	_, seq, err := reader.Live(ctx, t.File, t.Deletes, v.MatchColumns)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var bm *roaring64.Bitmap
+	var live int64
 	for b, err := range seq {
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
+		live += int64(len(b.Pos))
 		mask, err := v.Match(ctx, t.File, b)
 		if err == nil && len(mask) != len(b.Pos) {
 			err = fmt.Errorf("match returned %d flags for %d rows", len(mask), len(b.Pos))
 		}
 		if err != nil {
 			b.Release()
-			return nil, err
+			return nil, 0, err
 		}
 		for i, m := range mask {
 			if m {
@@ -548,7 +619,7 @@ func matchFile(ctx context.Context, reader *scan.Reader, t scan.Task, v *Visitor
 		}
 		b.Release()
 	}
-	return bm, nil
+	return bm, live, nil
 }
 
 // rewriteFile runs the second pass over one touched file: it yields the
