@@ -1,8 +1,10 @@
 package tableops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -271,11 +273,43 @@ func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool) []*s
 		}
 	}
 	for _, k := range order {
-		if len(small[k]) >= p.MinInputFiles {
-			out = append(out, small[k]...)
+		if files := tiered(small[k]); len(files) >= p.MinInputFiles {
+			out = append(out, files...)
 		}
 	}
 	return out
+}
+
+// tiered drops from a partition's small files the largest while it is
+// larger than twice all the others together: packing it would mostly
+// rewrite its bytes again. Without this an output whose one file is below
+// the small-file size (a 100 MB file under a 512 MB target) was rewritten
+// whole every few builds for a handful of new rows. With it a byte is
+// rewritten only when the files beside it add up to half its file's size,
+// so that file grows by half at each rewrite: each byte is rewritten
+// O(log n) times (as in size-tiered compaction) and the number of small
+// files stays logarithmic in the partition's size.
+func tiered(files []*scan.Entry) []*scan.Entry {
+	bySize := slices.Clone(files)
+	slices.SortStableFunc(bySize, func(a, b *scan.Entry) int {
+		return cmp.Compare(b.File.FileSizeBytes(), a.File.FileSizeBytes())
+	})
+	var rest int64
+	for _, e := range files {
+		rest += e.File.FileSizeBytes()
+	}
+	drop := map[*scan.Entry]bool{}
+	for _, e := range bySize[:len(bySize)-1] {
+		big := e.File.FileSizeBytes()
+		if rest -= big; big <= 2*rest {
+			break
+		}
+		drop[e] = true
+	}
+	if len(drop) == 0 {
+		return files
+	}
+	return slices.DeleteFunc(slices.Clone(files), func(e *scan.Entry) bool { return drop[e] })
 }
 
 // CompactWith is Compact limited as opts say: with opts.Auto it rewrites

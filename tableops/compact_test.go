@@ -219,3 +219,60 @@ func TestCompactConcurrentDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactAutoSizeTiered: a small file larger than all the other
+// small files of its partition together is left out of the bin-packing
+// (packing it would mostly rewrite its bytes again), and taken in once
+// the others add up to its size.
+func TestCompactAutoSizeTiered(t *testing.T) {
+	e := tabletest.New(t)
+	props := iceberg.Properties{"format-version": "2", "write.delete.mode": "merge-on-read",
+		tableops.PropCompactionMinFileSize: "1073741824", tableops.PropCompactionMinInputFiles: "3"}
+	if _, err := e.Create("t", "id long not null, v string", "", []string{"id"}, props); err != nil {
+		t.Fatal(err)
+	}
+	as := tabletest.ArrowSchema(e.Load("t"))
+	appendRows := func(from, n int64) {
+		t.Helper()
+		var data [][]any
+		for i := from; i < from+n; i++ {
+			data = append(data, []any{i, fmt.Sprint("value-", i)})
+		}
+		if _, err := tableops.Append(e.Ctx, e.Target("t", ""), tabletest.Seq(as, data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compact := func() {
+		t.Helper()
+		if _, err := tableops.CompactWith(e.Ctx, e.Target("t", ""), tableops.CompactOptions{Auto: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendRows(0, 20000)
+	big, _ := liveFiles(t, e, "t")
+	for k := int64(0); k < 3; k++ {
+		appendRows(100000+k*10, 10)
+	}
+	before, _ := e.Rows(e.Load("t"), scan.At{})
+	compact()
+	data, _ := liveFiles(t, e, "t")
+	if len(data) != 2 || !slices.Contains(data, big[0]) {
+		t.Fatalf("after packing the three small files: %d data files %v, want the big file %s kept beside one packed file", len(data), data, big[0])
+	}
+	if after, _ := e.Rows(e.Load("t"), scan.At{}); strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Fatalf("rows changed by the compaction")
+	}
+
+	// Files that add up to the big one's size bring it in.
+	appendRows(200000, 12000)
+	appendRows(300000, 12000)
+	before, _ = e.Rows(e.Load("t"), scan.At{})
+	compact()
+	data, _ = liveFiles(t, e, "t")
+	if len(data) != 1 {
+		t.Fatalf("after the other files outgrew the big one: %d data files %v, want one", len(data), data)
+	}
+	if after, _ := e.Rows(e.Load("t"), scan.At{}); strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Fatalf("rows changed by the compaction")
+	}
+}
