@@ -98,6 +98,10 @@ func (c *Catalog) commitCached(ctx context.Context, ident table.Identifier, reqs
 		// commit.Classify see the same conflict either way.
 		return nil, "", true, fmt.Errorf("%w: table %s.%s metadata-location moved underneath us", table.ErrCommitFailed, ident[0], ident[1])
 	}
+	// The next load finds the new location: it gets the committed table
+	// without parsing what was just written (the file IO is the one of a
+	// load, which depends on the table and catalog, not the version).
+	c.tables.put(FormatName(ident), table.New(ident, updated, newLoc, current.FS, tableIO{c}))
 	return updated, newLoc, true, nil
 }
 

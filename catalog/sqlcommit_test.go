@@ -82,6 +82,18 @@ func TestCommitCached(t *testing.T) {
 	if tb.MetadataLocation() != after.MetadataLocation() || tb.Properties()["k"] != "1" {
 		t.Fatalf("another catalog loads %s with k=%q, want %s with k=1", tb.MetadataLocation(), tb.Properties()["k"], after.MetadataLocation())
 	}
+	// a's next load returns the committed metadata without parsing it, and
+	// it is what parsing the written file gives.
+	ta, err := a.Load(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta2, _ := a.Load(ctx, ident); ta2 != ta {
+		t.Fatal("a second load after the commit parsed the metadata again")
+	}
+	if ta.MetadataLocation() != after.MetadataLocation() || !ta.Metadata().Equals(tb.Metadata()) {
+		t.Fatalf("a's table after its commit (%s) differs from the parsed metadata file (%s)", ta.MetadataLocation(), tb.MetadataLocation())
+	}
 
 	// A commit by b lands while a's commit is between its metadata write
 	// and its catalog update.
