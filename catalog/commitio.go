@@ -57,11 +57,17 @@ func (t tableIO) CommitTable(ctx context.Context, ident table.Identifier, reqs [
 }
 
 // CommitTable sends one commit to the catalog and records its answer in
-// the CommitTrace of ctx, if any (see TraceCommits).
+// the CommitTrace of ctx, if any (see TraceCommits). On the embedded and
+// SQLite catalogs, a commit to a table floe holds parsed at the catalog's
+// current metadata location is made by floe itself, as iceberg-go would
+// make it, without parsing that metadata again (see commitCached).
 func (c *Catalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
 	tr, _ := ctx.Value(traceKey{}).(*CommitTrace)
 	tr.begin()
-	meta, loc, err := c.ice.CommitTable(ctx, ident, reqs, ups)
+	meta, loc, handled, err := c.commitCached(ctx, ident, reqs, ups)
+	if !handled {
+		meta, loc, err = c.ice.CommitTable(ctx, ident, reqs, ups)
+	}
 	tr.end(err)
 	return meta, loc, err
 }

@@ -146,7 +146,7 @@ func Run(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, o Op
 		}
 		att.snapshotID = write.StagedSnapshotID(tx, tbl, o.Branch)
 		att.manifestList, att.manifests = write.StagedFiles(tx, tbl, o.Branch)
-		att.commit = tx.Commit
+		att.commit = commitFunc(cat, tx, res)
 		return &pending{res: res, att: att}, nil
 	})
 }

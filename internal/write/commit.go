@@ -92,6 +92,12 @@ func (r *Result) Stage(ctx context.Context, snapshotProps iceberg.Properties, pr
 	return tx, nil
 }
 
+// RowDelta reports whether Stage stages the change as a row delta
+// (tx.NewRowDelta: files added, none removed, no Stager).
+func (r *Result) RowDelta() bool {
+	return !r.NoFiles() && r.Stager == nil && len(r.RemoveData) == 0
+}
+
 // Commit stages the change (see Stage) and commits it. It removes no file
 // on failure: the caller decides whether a retry reuses them (see
 // package commit, which also cleans up).
