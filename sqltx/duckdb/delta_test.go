@@ -20,6 +20,7 @@ import (
 	"github.com/floedata/floe/internal/deltatest"
 	"github.com/floedata/floe/internal/tabletest"
 	"github.com/floedata/floe/internal/transform"
+	"github.com/floedata/floe/pipeline"
 	"github.com/floedata/floe/sqltx"
 )
 
@@ -605,5 +606,38 @@ func TestDeltaRealTables(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeltaStatus: floe status reads a sql step's Delta input as a Delta
+// table: its watermark and head are Delta versions, and the versions
+// after the watermark are the output's backlog.
+func TestDeltaStatus(t *testing.T) {
+	e := newEnv(t)
+	d := newDeltaSrc(t, deltaDimSchema, true)
+	d.insert([]any{int64(1), "a", "eu"})
+	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "st", Query: "SELECT id, name FROM " + d.ref(), Dst: "ns.out", Keys: []string{"id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.FromTransforms("p", []*transform.Transform{tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.build(tr); err != nil {
+		t.Fatal(err)
+	}
+	d.insert([]any{int64(2), "b", "us"})
+	d.insert([]any{int64(3), "c", "us"})
+	st, err := (&pipeline.Runner{Catalog: e.Cat}).Status(e.Ctx, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || len(st[0].Inputs) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	in := st[0].Inputs[0]
+	if in.Watermark != "1" || in.Head != "3" || in.Behind == nil || *in.Behind != 2 || st[0].Note != "" {
+		t.Fatalf("input status %+v, note %q", in, st[0].Note)
 	}
 }
