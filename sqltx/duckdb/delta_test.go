@@ -641,3 +641,36 @@ func TestDeltaStatus(t *testing.T) {
 		t.Fatalf("input status %+v, note %q", in, st[0].Note)
 	}
 }
+
+// TestDeltaSchemaChange: a column added to a Delta table changes the
+// result schema of SELECT *: the build rebuilds (on_schema_change:
+// rebuild) before reading the feed, and the next one is incremental.
+func TestDeltaSchemaChange(t *testing.T) {
+	e := newEnv(t)
+	d := newDeltaSrc(t, deltaDimSchema, true)
+	d.insert([]any{int64(1), "a", "eu"})
+	q := "SELECT * FROM " + d.ref()
+	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "sc", Query: q, Dst: "ns.out", Keys: []string{"id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.build(tr); err != nil {
+		t.Fatal(err)
+	}
+	d.sch = arrow.NewSchema(append(append([]arrow.Field{}, deltaDimSchema.Fields()...), arrow.Field{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
+	d.setCDF(true)
+	d.insert([]any{int64(2), "b", "us", "new"})
+	for i, want := range []string{"the query's result schema changed (column note string added", ""} {
+		res, err := e.build(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Incremental != (want == "") || !strings.Contains(res.Reason, want) {
+			t.Fatalf("build %d: incremental %v, reason %q", i, res.Incremental, res.Reason)
+		}
+		if got, want := e.rowsOf("out"), e.queryRows(q); got != want {
+			t.Fatalf("build %d: got  %s\nwant %s", i, got, want)
+		}
+		d.insert([]any{int64(3 + i), "c", "eu", nil})
+	}
+}
