@@ -18,8 +18,7 @@ Delta Lake tables named delta."PATH" (at their latest version), in DuckDB's SQL 
 (docs/sql-transforms.md), and print the result in --format or write it to --output. It
 needs floe built with cgo (DuckDB).`,
 		Example: `  floe query "SELECT status, count(*) AS n FROM shop.orders GROUP BY status ORDER BY n DESC"
-  floe query "SELECT o.id, o.amount, l.amount AS logged FROM shop.orders o JOIN shop.orders_log l ON o.id = l.id" --output joined.parquet
-  floe query 'SELECT c.region, count(*) AS n FROM delta."/data/delta/customers" c GROUP BY ALL'`,
+  floe query "SELECT o.id, o.amount, l.amount AS logged FROM shop.orders o JOIN shop.orders_log l ON o.id = l.id" --output joined.parquet`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
