@@ -13,11 +13,13 @@ import (
 type SQLSpec = sqltx.Spec
 
 // SQL declares a transform that keeps spec.Dst equal to the result of
-// spec.Query, a SELECT over Iceberg tables named namespace.table in
-// DuckDB's dialect (docs/sql-transforms.md): maintained from the changes
-// of its input when the query is row-local, rebuilt in full otherwise,
-// with the reason. Its inputs are the tables the query names, each under
-// its own name ("ns.table"); its output is "destination". A Runner builds
+// spec.Query, a SELECT over Iceberg tables named namespace.table and
+// Delta Lake tables named delta."PATH" in DuckDB's dialect
+// (docs/sql-transforms.md): maintained from the changes of its inputs (a
+// Delta table's from its Change Data Feed) when the query's rule allows
+// it, rebuilt in full otherwise, with the reason. Its inputs are the
+// tables the query names, each under its own name ("ns.table", or
+// "delta:PATH"); its output is "destination". A Runner builds
 // it like any other transform, and package pipeline and cmdline run it.
 //
 // The query is parsed now, with the registered SQL engine. floe links none

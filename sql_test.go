@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -134,5 +135,83 @@ func TestSQL(t *testing.T) {
 	_, err = floe.SQL(floe.SQLSpec{Name: "q", Query: "SELECT 1 AS id FROM shop.orders", Dst: "shop.x"})
 	if !errors.Is(err, sqltx.ErrNoEngine) || !strings.Contains(err.Error(), `import _ "github.com/floedata/floe/sqltx/duckdb"`) || !strings.Contains(err.Error(), `"q"`) {
 		t.Fatalf("without an engine: %v", err)
+	}
+}
+
+// TestSQLDelta: floe.SQL takes a Delta Lake table as delta."PATH" (here a
+// table delta-rs wrote, replayed one version at a time): its inputs name
+// the Delta table, and after the first build the Delta versions are read
+// from the Change Data Feed.
+func TestSQLDelta(t *testing.T) {
+	src := filepath.Join("..", "shared", "testdata", "delta", "deltars-simple_table_with_cdc")
+	logs, _ := filepath.Glob(filepath.Join(src, "_delta_log", "*.json"))
+	if len(logs) < 2 {
+		t.Skipf("the real Delta table %s is not there (../shared/testdata/delta)", src)
+	}
+	dir := filepath.Join(t.TempDir(), "simple")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "_delta_log")
+	if err := os.RemoveAll(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(log, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	if err := cat.CreateNamespace(ctx, table.Identifier{"shop"}, true); err != nil {
+		t.Fatal(err)
+	}
+	q := `SELECT id, id * 10 AS tens FROM delta."` + dir + `"`
+	tr, err := floe.SQL(floe.SQLSpec{Name: "simple", Query: q, Keys: []string{"id"}, Dst: "shop.simple"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Inputs) != 1 || tr.Inputs[0].Table != "delta:"+dir || tr.Inputs[0].Delta != dir {
+		t.Fatalf("inputs %+v", tr.Inputs)
+	}
+	rowsOf := func(q string) string {
+		_, rows, done, err := sqltx.Query(ctx, cat, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer done()
+		var out []string
+		for rec, err := range rows {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < int(rec.NumRows()); i++ {
+				out = append(out, rec.Column(0).ValueStr(i)+":"+rec.Column(1).ValueStr(i))
+			}
+			rec.Release()
+		}
+		return strings.Join(out, " ")
+	}
+	runner := &floe.Runner{Catalog: cat}
+	for i, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(log, filepath.Base(l)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := runner.Build(ctx, tr)
+		if err != nil {
+			t.Fatalf("version %d: %v", i, err)
+		}
+		if res.Incremental != (i > 0) {
+			t.Fatalf("version %d: incremental %v (%s)", i, res.Incremental, res.Reason)
+		}
+		if got, want := rowsOf("SELECT id, tens FROM shop.simple ORDER BY id"), rowsOf(q+" ORDER BY id"); got != want {
+			t.Fatalf("version %d: got %s, want %s", i, got, want)
+		}
 	}
 }

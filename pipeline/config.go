@@ -76,7 +76,7 @@ var Types = []struct{ Name, Doc string }{
 	{TypeSync, "Keep `destination` equal to `SELECT columns FROM source WHERE filter`, by key: the first build copies, later builds apply the source's changelog (latest change per key); rows that stop matching the filter are deleted (as `floe sync`)."},
 	{TypeFilter, "Append-only: append the rows added to `source` since the last build that match `filter`, projected to `columns`. An overwrite or delete upstream rebuilds `destination` from the source's current rows."},
 	{TypeMerge, "Run a `MERGE INTO` statement with the changelog of `source` since the last build (latest change per `key`, columns of the source plus `_change_type`, `_change_ordinal`, `_commit_snapshot_id`) as `{changes}` and `destination` as `{destination}`."},
-	{TypeSQL, "Keep `destination` equal to the result of `query`, a SELECT over Iceberg tables named namespace.table (DuckDB's dialect): maintained from the changes when the query is row-local (by `key`, or appended without one), rebuilt in full otherwise, with the reason (docs/sql-transforms.md)."},
+	{TypeSQL, "Keep `destination` equal to the result of `query`, a SELECT over Iceberg tables named namespace.table and Delta Lake tables named delta.\"PATH\" (DuckDB's dialect): maintained from the changes when the query is row-local (by `key`, or appended without one), rebuilt in full otherwise, with the reason (docs/sql-transforms.md)."},
 	{TypeDelta, "Sync a Delta Lake table's Change Data Feed at `path` into the Iceberg table `destination`, matching rows on `key`."},
 }
 

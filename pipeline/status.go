@@ -318,7 +318,13 @@ func (sr *statusReader) outputStatus(s *Step, spec transform.OutputSpec) OutputS
 			is.Watermark = wm.Snapshot
 		}
 		hint := summaryTime(head, in.Name, is.Watermark)
-		f := sr.icebergFigures(in.Table, in.Branch, is.Watermark, hint)
+		var f figures
+		if in.Delta != "" {
+			// A Delta input of a sql step: its watermark is a Delta version.
+			f = sr.deltaFigures(in.Delta, is.Watermark)
+		} else {
+			f = sr.icebergFigures(in.Table, in.Branch, is.Watermark, hint)
+		}
 		f.fill(&is, in.Name, in.Table)
 		if f.note != "" {
 			notes = append(notes, f.note)
@@ -651,6 +657,10 @@ func (sr *statusReader) endToEnd(s *Step, os OutputStatus) (*time.Duration, stri
 	chained, complete := false, true
 	for i, in := range s.Transform.Inputs {
 		is := os.Inputs[i]
+		if in.Delta != "" {
+			srcs = append(srcs, source{table: in.Delta, delta: true, snap: is.Watermark})
+			continue
+		}
 		if is.Upstream == "" {
 			srcs = append(srcs, source{table: in.Table, branch: in.Branch, snap: is.Watermark})
 			continue
@@ -777,6 +787,10 @@ func (sr *statusReader) sourcesOf(name, branch, snap string, depth int) ([]sourc
 		v, ok := at[in.Name]
 		if !ok && !nothing {
 			return nil, false
+		}
+		if in.Delta != "" {
+			out = append(out, source{table: in.Delta, delta: true, snap: v})
+			continue
 		}
 		up, ok := sr.sourcesOf(in.Table, in.Branch, v, depth+1)
 		if !ok {

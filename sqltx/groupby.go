@@ -417,9 +417,13 @@ func (r *run) groupBy() error {
 	if err := r.s.Exec(r.ctx, "CREATE OR REPLACE TEMP TABLE __floe_touched AS SELECT DISTINCT * FROM __floe_touched"); err != nil {
 		return err
 	}
-	filter, err := r.groupFilter(in.Table().Schema())
-	if err != nil {
-		return err
+	filter := ""
+	if !in.IsDelta() {
+		// A Delta table's rows are not pruned by the touched groups: the
+		// exact filter below runs in the engine.
+		if filter, err = r.groupFilter(in.Table().Schema()); err != nil {
+			return err
+		}
 	}
 	if filter != "" {
 		in = in.Filter(filter)

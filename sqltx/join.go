@@ -98,7 +98,10 @@ func (p *Plan) analyzeJoin(ctx context.Context, s Session, stmt map[string]any) 
 			if alias == "" {
 				alias = name
 			}
-			full := schema + "." + name
+			full, err := tableRef(schema, name)
+			if err != nil {
+				return err.Error()
+			}
 			for _, o := range jp.tables {
 				if o.name == full {
 					return fmt.Sprintf("it reads %s twice", full)
@@ -347,18 +350,15 @@ func (r *run) maintainJoin() error {
 	for i, t := range jp.tables {
 		in := r.ctx.Input(t.name)
 		// An input without new snapshots has no changes to read.
-		changed[i] = in.Start() == nil || in.Head() == nil || *in.Start() != in.Head().SnapshotID
+		changed[i] = in.Changed()
 		var cols string
 		if changed[i] {
-			changes, err := in.NetChanges()
+			chg := fmt.Sprintf("__floe_changes_%d", i)
+			data, err := r.bindChanges(t.name, chg)
 			if err != nil {
 				return err
 			}
-			cols = strings.Join(changeDataColumns(changes.Schema()), ", ")
-			chg := fmt.Sprintf("__floe_changes_%d", i)
-			if err := r.s.Bind(r.ctx, "", chg, changes); err != nil {
-				return fmt.Errorf("input %s: %w", t.name, err)
-			}
+			cols = strings.Join(data, ", ")
 			for _, side := range []struct{ kind, schema string }{{changelog.Insert, "__floe_ins"}, {changelog.Delete, "__floe_del"}} {
 				if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s.t%d AS SELECT %s FROM %s WHERE %s = '%s'",
 					side.schema, i, cols, chg, changelog.ChangeTypeColumn, side.kind)); err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/floedata/floe/internal/transform"
 )
 
 // Rules a SQL transform is maintained by (the floe.sql.rule summary value).
@@ -62,8 +64,9 @@ func (e *QueryError) Unwrap() error { return ErrInvalidQuery }
 // reads and whether it is row-local.
 type Plan struct {
 	Query string
-	// Tables are the Iceberg tables the query reads ("ns.table"), in
-	// order of first appearance.
+	// Tables are the tables the query reads, in order of first
+	// appearance: Iceberg tables as "ns.table", Delta tables (delta."PATH"
+	// in the query) as "delta:PATH".
 	Tables []string
 	// RowLocal is true when the query is a projection (expressions,
 	// deterministic scalar functions, CASE, casts) with an optional WHERE
@@ -153,7 +156,11 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 			bad = &QueryError{Query: query, Position: loc, Message: fmt.Sprintf("table %s.%s.%s: nested namespaces are not supported in SQL yet; name tables as namespace.table", cat, schema, name)}
 			return
 		}
-		full := schema + "." + name
+		full, err := tableRef(schema, name)
+		if err != nil {
+			bad = &QueryError{Query: query, Position: loc, Message: err.Error()}
+			return
+		}
 		if old, seen := at[full]; !seen || loc < old {
 			at[full] = loc
 		}
@@ -168,7 +175,7 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 		return nil, bad
 	}
 	if len(p.Tables) == 0 {
-		return nil, &QueryError{Query: query, Position: -1, Message: "the query reads no Iceberg table (name them as namespace.table)"}
+		return nil, &QueryError{Query: query, Position: -1, Message: "the query reads no Iceberg table (name them as namespace.table) and no Delta table (delta.\"path\")"}
 	}
 	reason, funcs := shape(node)
 	if reason == "" {
@@ -189,6 +196,32 @@ func Analyze(ctx context.Context, s Session, query string) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// DeltaSchema is the schema name under which a query names Delta tables:
+// delta."/data/orders" or delta."s3://bucket/orders" is the Delta table at
+// that location (so no Iceberg namespace named delta can be read in SQL).
+const DeltaSchema = "delta"
+
+// tableRef is the name of the table schema.name of a query in
+// Plan.Tables: "ns.table", or "delta:PATH" for a Delta table.
+func tableRef(schema, name string) (string, error) {
+	if !strings.EqualFold(schema, DeltaSchema) {
+		return schema + "." + name, nil
+	}
+	if strings.TrimSpace(name) == "" {
+		return "", fmt.Errorf("delta.%q: a Delta table needs a location: delta.\"/path/to/table\" or delta.\"s3://bucket/table\"", name)
+	}
+	if strings.ContainsAny(name, ",|") {
+		return "", fmt.Errorf("the Delta table %q: a location with ',' or '|' is not supported", name)
+	}
+	return transform.DeltaTablePrefix + name, nil
+}
+
+// DeltaLocation returns the location of a Delta table of Plan.Tables
+// ("delta:PATH"), and whether t is one.
+func DeltaLocation(t string) (string, bool) {
+	return strings.CutPrefix(t, transform.DeltaTablePrefix)
 }
 
 // walk calls fn for every object in v, depth first.

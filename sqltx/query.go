@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/transform"
 )
@@ -30,11 +31,7 @@ func Query(ctx context.Context, cat *catalog.Catalog, query string) (schema *arr
 		return nil, nil, nil, err
 	}
 	for _, name := range plan.Tables {
-		tbl, err := cat.LoadTable(ctx, name)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("table %s: %w", name, err)
-		}
-		sch, seq, err := scan.Rows(ctx, tbl, scan.Options{})
+		sch, seq, err := readTable(ctx, cat, name)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("table %s: %w", name, err)
 		}
@@ -51,4 +48,31 @@ func Query(ctx context.Context, cat *catalog.Catalog, query string) (schema *arr
 		return nil, nil, nil, fmt.Errorf("query: %w", err)
 	}
 	return schema, rows, func() { s.Close() }, nil
+}
+
+// readTable reads the current rows of a table of Plan.Tables: an Iceberg
+// table of cat, or a Delta table at its latest version (read with the
+// catalog's storage settings).
+func readTable(ctx context.Context, cat *catalog.Catalog, name string) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error], error) {
+	loc, ok := DeltaLocation(name)
+	if !ok {
+		tbl, err := cat.LoadTable(ctx, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return scan.Rows(ctx, tbl, scan.Options{})
+	}
+	props, err := catalog.SourceStorage(cat, "", "", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	tbl, err := delta.OpenLocation(ctx, loc, props)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := tbl.LatestSnapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return snap.Scan(ctx, delta.ScanOptions{})
 }

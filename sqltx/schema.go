@@ -97,10 +97,10 @@ func resultSchema(ctx *transform.Context, s Session, spec Spec, plan *Plan) (_ *
 	}()
 	for _, t := range plan.Tables {
 		in := ctx.Input(t)
-		if in == nil || in.Table() == nil {
+		if in == nil || (!in.IsDelta() && in.Table() == nil) {
 			return nil, nil
 		}
-		as, err := table.SchemaToArrowSchema(in.Table().Schema(), nil, true, false)
+		as, err := in.ArrowSchema()
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", t, err)
 		}

@@ -69,6 +69,10 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 	version := int(crc32.ChecksumIEEE([]byte(spec.Query+"|"+strings.Join(spec.Keys, ",")+"|"+strconv.Itoa(spec.SemanticVersion))) & 0x7fffffff)
 	opts := []transform.Option{transform.WithSemanticVersion(version)}
 	for _, t := range plan.Tables {
+		if loc, ok := DeltaLocation(t); ok {
+			opts = append(opts, transform.WithDeltaInput(t, loc))
+			continue
+		}
 		opts = append(opts, transform.WithInput(t, t))
 	}
 	outOpts := []transform.OutputOption{transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)}
@@ -99,6 +103,9 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 			ctx.Logger().Info("sql transform rebuilt in full", "reason", reason)
 		}
 		r := &run{ctx: ctx, s: sess, spec: spec, plan: plan}
+		if err := r.readDeltaChanges(rule); err != nil {
+			return err
+		}
 		switch {
 		case !ctx.IsIncremental():
 			return r.full()
@@ -127,6 +134,7 @@ type run struct {
 	s    Session
 	spec Spec
 	plan *Plan
+	cdf  map[string]deltaCDF // the Delta inputs' change data, by table (incremental builds)
 }
 
 // bind makes rows readable under the name of table t.
@@ -139,6 +147,9 @@ func (r *run) bind(t string, rows *transform.Rows) error {
 }
 
 func splitName(t string) (string, string, error) {
+	if loc, ok := DeltaLocation(t); ok {
+		return DeltaSchema, loc, nil
+	}
 	i := strings.LastIndexByte(t, '.')
 	if i <= 0 {
 		return "", "", fmt.Errorf("table %q: want namespace.table", t)
@@ -175,12 +186,8 @@ func (r *run) full() error {
 // build (an overwrite or delete upstream makes the build full).
 func (r *run) appendRows() error {
 	t := r.plan.Tables[0]
-	rows, err := r.ctx.Input(t).Added()
-	if err != nil {
+	if err := r.bindAdded(t); err != nil {
 		return err
-	}
-	if err := r.bind(t, rows); err != nil {
-		return fmt.Errorf("input %s: %w", t, err)
 	}
 	sch, seq, err := r.s.Query(r.ctx, r.spec.Query)
 	if err != nil {
@@ -239,13 +246,8 @@ WHERE NOT EXISTS (SELECT 1 FROM __floe_inserted i WHERE %s)`,
 // the quoted data columns of the changes (without the changelog's own)
 // and the view's quoted name.
 func (r *run) bindNetChanges(t string) (data []string, view string, err error) {
-	changes, err := r.ctx.Input(t).NetChanges()
-	if err != nil {
+	if data, err = r.bindChanges(t, "__floe_changes"); err != nil {
 		return nil, "", err
-	}
-	data = changeDataColumns(changes.Schema())
-	if err := r.s.Bind(r.ctx, "", "__floe_changes", changes); err != nil {
-		return nil, "", fmt.Errorf("input %s: %w", t, err)
 	}
 	ns, name, err := splitName(t)
 	if err != nil {
@@ -255,6 +257,23 @@ func (r *run) bindNetChanges(t string) (data []string, view string, err error) {
 		return nil, "", err
 	}
 	return data, quoteIdent(ns) + "." + quoteIdent(name), nil
+}
+
+// bindChanges binds table t's net changes as name (in the default schema)
+// and returns their quoted data columns.
+func (r *run) bindChanges(t, name string) ([]string, error) {
+	if _, ok := r.cdf[t]; ok {
+		return r.bindDeltaNetChanges(t, name)
+	}
+	changes, err := r.ctx.Input(t).NetChanges()
+	if err != nil {
+		return nil, err
+	}
+	data := changeDataColumns(changes.Schema())
+	if err := r.s.Bind(r.ctx, "", name, changes); err != nil {
+		return nil, fmt.Errorf("input %s: %w", t, err)
+	}
+	return data, nil
 }
 
 // changeDataColumns returns the quoted names of the columns of a

@@ -13,9 +13,10 @@ func queryCommand(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "query SQL",
 		Short: "Run a SQL query over Iceberg tables and print or write its result",
-		Long: `Run a SELECT over the current state of Iceberg tables named namespace.table, in
-DuckDB's SQL dialect (docs/sql-transforms.md), and print the result in --format or write
-it to --output. It needs floe built with cgo (DuckDB).`,
+		Long: `Run a SELECT over the current state of Iceberg tables named namespace.table and
+Delta Lake tables named delta."PATH" (at their latest version), in DuckDB's SQL dialect
+(docs/sql-transforms.md), and print the result in --format or write it to --output. It
+needs floe built with cgo (DuckDB).`,
 		Example: `  floe query "SELECT status, count(*) AS n FROM shop.orders GROUP BY status ORDER BY n DESC"
   floe query "SELECT o.id, o.amount, l.amount AS logged FROM shop.orders o JOIN shop.orders_log l ON o.id = l.id" --output joined.parquet`,
 		Args: cobra.ExactArgs(1),

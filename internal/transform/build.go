@@ -152,8 +152,13 @@ func (b *build) ranges() []InputRange {
 	var out []InputRange
 	for _, in := range b.next.Inputs {
 		rng := InputRange{Name: in.Name, Table: in.Table, End: in.Snapshot}
-		if b.incremental {
-			i := b.inputs[in.Name]
+		if i := b.inputs[in.Name]; b.incremental && i.delta != nil {
+			rng.Start = state.NoSnapshot
+			if i.start != nil {
+				rng.Start = strconv.FormatInt(*i.start, 10)
+				rng.Snapshots = int(max(i.delta.version-*i.start, 0))
+			}
+		} else if b.incremental {
 			rng.Start = state.NoSnapshot
 			if i.start != nil {
 				rng.Start = strconv.FormatInt(*i.start, 10)
@@ -242,6 +247,19 @@ func (b *build) compare(prev state.Build) string {
 			return fmt.Sprintf("input %s's table %s was replaced by another table", cur.Name, cur.Table)
 		}
 		in := b.inputs[cur.Name]
+		if in.delta != nil {
+			wm, ok := p.SnapshotID()
+			switch {
+			case !ok:
+				return fmt.Sprintf("the watermark of input %s is unreadable (%q)", cur.Name, p.Snapshot)
+			case wm > in.delta.version:
+				return fmt.Sprintf("the watermark %d of input %s is after the Delta table's latest version %d", wm, cur.Name, in.delta.version)
+			}
+			// NB: whether the Change Data Feed covers the range is known
+			// when it is read (DeltaChanges): the transform rebuilds then.
+			in.start = &wm
+			continue
+		}
 		if p.Snapshot == state.NoSnapshot {
 			if in.head != nil {
 				return fmt.Sprintf("input %s had no snapshot at the last build", cur.Name)
@@ -279,6 +297,12 @@ func (b *build) compare(prev state.Build) string {
 // nothingNew reports whether every input's head is its watermark.
 func (b *build) nothingNew() bool {
 	for _, in := range b.inputs {
+		if in.delta != nil {
+			if in.start == nil || *in.start != in.delta.version {
+				return false
+			}
+			continue
+		}
 		if in.head == nil {
 			continue
 		}

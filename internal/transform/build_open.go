@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/floedata/floe/catalog"
+	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/internal/write"
 )
@@ -15,6 +16,12 @@ import (
 // reads up to it, and records it as the input's next watermark.
 func (b *build) openInputs() error {
 	for _, spec := range b.t.Inputs {
+		if spec.Delta != "" {
+			if err := b.openDeltaInput(spec); err != nil {
+				return fmt.Errorf("transform %s: input %s: %w", b.t.Name, spec.Name, err)
+			}
+			continue
+		}
 		tbl, err := b.r.Catalog.LoadTable(b.ctx, spec.Table)
 		if err != nil {
 			return fmt.Errorf("transform %s: input %s: %w", b.t.Name, spec.Name, err)
@@ -32,6 +39,33 @@ func (b *build) openInputs() error {
 			UUID: tbl.Metadata().TableUUID().String(), Branch: spec.Branch, Snapshot: snap})
 	}
 	sort.Slice(b.next.Inputs, func(i, j int) bool { return b.next.Inputs[i].Name < b.next.Inputs[j].Name })
+	return nil
+}
+
+// openDeltaInput opens a Delta input with the catalog's storage settings
+// and pins its latest version: the build reads up to it, and records it as
+// the input's next watermark (with the table's metaData.id as its UUID, so
+// that a table recreated at the location rebuilds).
+func (b *build) openDeltaInput(spec InputSpec) error {
+	props, err := catalog.SourceStorage(b.r.Catalog, "", "", nil)
+	if err != nil {
+		return err
+	}
+	tbl, err := delta.OpenLocation(b.ctx, spec.Delta, props)
+	if err != nil {
+		return fmt.Errorf("the Delta table %s: %w", spec.Delta, err)
+	}
+	snap, err := tbl.LatestSnapshot(b.ctx)
+	if err != nil {
+		return fmt.Errorf("the Delta table %s: %w", spec.Delta, err)
+	}
+	d := &deltaInput{tbl: tbl, snap: snap, version: snap.Version()}
+	if ci, err := tbl.CommitInfo(b.ctx, d.version); err == nil {
+		d.committed = ci.Timestamp
+	}
+	b.inputs[spec.Name] = &Input{spec: spec, b: b, delta: d}
+	b.next.Inputs = append(b.next.Inputs, state.InputState{Name: spec.Name, Table: spec.Table,
+		UUID: snap.Metadata().ID, Snapshot: strconv.FormatInt(d.version, 10)})
 	return nil
 }
 

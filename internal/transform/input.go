@@ -3,6 +3,7 @@ package transform
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/changelog"
+	"github.com/floedata/floe/delta"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/internal/rows"
 	"github.com/floedata/floe/internal/scan"
@@ -25,13 +27,88 @@ type Input struct {
 	start       *int64          // last processed snapshot (exclusive); nil = from the beginning
 	incremental bool
 	filter      string
+	delta       *deltaInput // set for a Delta input (then tbl and head are nil)
+}
+
+// deltaInput is a Delta input as one build sees it: the version it
+// pinned (start is then the last version processed).
+type deltaInput struct {
+	tbl       *delta.Table
+	snap      *delta.Snapshot // at version
+	version   int64
+	committed time.Time // version's commit time (zero when unknown)
 }
 
 // Name is the input's declared name.
 func (in *Input) Name() string { return in.spec.Name }
 
-// Table is the iceberg-go table.
+// Table is the iceberg-go table (nil for a Delta input).
 func (in *Input) Table() *table.Table { return in.tbl }
+
+// IsDelta reports whether the input is a Delta table (WithDeltaInput).
+func (in *Input) IsDelta() bool { return in.delta != nil }
+
+// DeltaVersion is the Delta version a Delta input is read at (0 for an
+// Iceberg input). Start is then the last version the previous build
+// processed.
+func (in *Input) DeltaVersion() int64 {
+	if in.delta == nil {
+		return 0
+	}
+	return in.delta.version
+}
+
+// Changed reports whether the input has anything after its watermark: a
+// full build, or new snapshots (new versions of a Delta input).
+func (in *Input) Changed() bool {
+	if !in.incremental || in.start == nil {
+		return true
+	}
+	if in.delta != nil {
+		return *in.start != in.delta.version
+	}
+	return in.head == nil || *in.start != in.head.SnapshotID
+}
+
+// ArrowSchema is the schema of the rows Current reads.
+func (in *Input) ArrowSchema() (*arrow.Schema, error) {
+	if in.delta != nil {
+		return in.delta.snap.ArrowSchema()
+	}
+	sch, _, err := scanSchema(in.tbl)
+	return sch, err
+}
+
+// DeltaChanges reads a Delta input's Change Data Feed after its watermark
+// up to the pinned version, as Delta gives it: the table's columns and
+// _change_type (insert, delete, update_preimage, update_postimage),
+// _commit_version and _commit_timestamp (the input's filter does not
+// apply). The range is checked before it returns: a range the feed does
+// not cover fails with delta.ErrChangeDataNotRecorded, ErrVersionNotFound
+// or ErrIncompatibleSchemaChange; a data file vacuumed away fails the
+// sequence with delta.ErrFileNotFound. Without a watermark (a full build)
+// or new versions the result is empty.
+func (in *Input) DeltaChanges() (*Rows, error) {
+	if in.delta == nil {
+		return nil, fmt.Errorf("input %s is not a Delta table", in.spec.Name)
+	}
+	if in.start == nil || *in.start >= in.delta.version {
+		sch, err := in.delta.snap.ArrowSchema()
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", in.spec.Name, err)
+		}
+		fields := append(append([]arrow.Field{}, sch.Fields()...),
+			arrow.Field{Name: "_change_type", Type: arrow.BinaryTypes.String},
+			arrow.Field{Name: "_commit_version", Type: arrow.PrimitiveTypes.Int64},
+			arrow.Field{Name: "_commit_timestamp", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}})
+		return NewRows(arrow.NewSchema(fields, nil), func(func(arrow.RecordBatch, error) bool) {}), nil
+	}
+	sch, seq, err := in.delta.tbl.Changes(in.ctx(), delta.ChangesOptions{Start: delta.AtVersion(*in.start + 1), End: delta.AtVersion(in.delta.version)})
+	if err != nil {
+		return nil, fmt.Errorf("input %s: %w", in.spec.Name, err)
+	}
+	return NewRows(sch, seq), nil
+}
 
 // Head is the snapshot this build reads up to (nil for an empty table).
 func (in *Input) Head() *table.Snapshot { return in.head }
@@ -71,6 +148,9 @@ func (in *Input) compileFilter(schema *arrow.Schema) (*expr.Program, error) {
 
 // Current reads the whole current state of the input (at the pinned head).
 func (in *Input) Current() (*Rows, error) {
+	if in.delta != nil {
+		return in.deltaCurrent()
+	}
 	opts := scan.Options{}
 	if in.head == nil {
 		sch, _, err := scanSchema(in.tbl)
@@ -95,6 +175,37 @@ func (in *Input) Current() (*Rows, error) {
 	return NewRows(sch, seq), nil
 }
 
+// deltaCurrent reads a Delta input at its pinned version, filtered.
+func (in *Input) deltaCurrent() (*Rows, error) {
+	sch, seq, err := in.delta.snap.Scan(in.ctx(), delta.ScanOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("input %s: %w", in.spec.Name, err)
+	}
+	p, err := in.compileFilter(sch)
+	if err != nil || p == nil {
+		return NewRows(sch, seq), err
+	}
+	out := func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range seq {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			f, err := p.Filter(in.ctx(), rec)
+			rec.Release()
+			if !yield(f, err) || err != nil {
+				return
+			}
+		}
+	}
+	return NewRows(sch, out), nil
+}
+
+// errDeltaChanges is the error of a changelog read of a Delta input.
+func (in *Input) errDeltaChanges() error {
+	return fmt.Errorf("input %s is a Delta table: read its changes with DeltaChanges", in.spec.Name)
+}
+
 func scanSchema(tbl *table.Table) (*arrow.Schema, *table.Table, error) {
 	sch, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	return sch, tbl, err
@@ -105,6 +216,9 @@ func scanSchema(tbl *table.Table) (*arrow.Schema, *table.Table, error) {
 func (in *Input) Added() (*Rows, error) {
 	if !in.incremental || in.start == nil {
 		return in.Current()
+	}
+	if in.delta != nil {
+		return nil, in.errDeltaChanges()
 	}
 	end := in.head.SnapshotID
 	cl, err := changelog.Open(in.ctx(), in.tbl, changelog.Options{StartSnapshotID: in.start, EndSnapshotID: &end})
@@ -181,6 +295,9 @@ func (in *Input) Changelog(keys ...string) (*Rows, error) {
 		}
 		return NewRows(cur.Schema(), seq), nil
 	}
+	if in.delta != nil {
+		return nil, in.errDeltaChanges()
+	}
 	end := in.head.SnapshotID
 	cl, err := changelog.Open(in.ctx(), in.tbl, changelog.Options{StartSnapshotID: in.start, EndSnapshotID: &end,
 		IdentifierColumns: keys, PerKey: changelog.PerKeyLatest})
@@ -199,6 +316,9 @@ func (in *Input) Changelog(keys ...string) (*Rows, error) {
 func (in *Input) NetChanges() (*Rows, error) {
 	if !in.incremental || in.start == nil {
 		return in.currentAsInserts()
+	}
+	if in.delta != nil {
+		return nil, in.errDeltaChanges()
 	}
 	end := in.head.SnapshotID
 	cl, err := changelog.Open(in.ctx(), in.tbl, changelog.Options{StartSnapshotID: in.start, EndSnapshotID: &end, NetChanges: true})

@@ -17,6 +17,9 @@ import (
 //	floe.source.<input>.table         the input table ("ns.t")
 //	floe.source.<input>.snapshot-id   the input's snapshot the build read up to (NONE: the input was empty)
 //	floe.source.<input>.committed-at  that snapshot's commit time, ISO-8601 UTC with milliseconds
+//
+// For a Delta input (WithDeltaInput) .table is "delta:<location>" and
+// .snapshot-id the Delta version read up to.
 const (
 	SummarySourcePrefix      = "floe.source."
 	SummarySourceTable       = ".table"
@@ -40,6 +43,8 @@ func (o *Output) summary(extra map[string]string) iceberg.Properties {
 		p[SourceSummaryKey(in.Name, SummarySourceSnapshotID)] = in.Snapshot
 		if i := o.b.inputs[in.Name]; i != nil && i.head != nil {
 			p[SourceSummaryKey(in.Name, SummarySourceCommittedAt)] = time.UnixMilli(i.head.TimestampMs).UTC().Format(SummaryTimeLayout)
+		} else if i != nil && i.delta != nil && !i.delta.committed.IsZero() {
+			p[SourceSummaryKey(in.Name, SummarySourceCommittedAt)] = i.delta.committed.UTC().Format(SummaryTimeLayout)
 		}
 	}
 	for k, v := range o.b.engine.Summary() {

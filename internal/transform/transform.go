@@ -53,9 +53,16 @@ type ComputeFunc func(ctx *Context) error
 // InputSpec declares an input.
 type InputSpec struct {
 	Name   string
-	Table  string // "ns.table"
+	Table  string // "ns.table" ("delta:LOCATION" for a Delta input)
 	Branch string // "" = main
+	// Delta, when set, is the location (folder or URI) of a Delta Lake
+	// table read instead of an Iceberg table: the build pins its latest
+	// version, and its watermark is a Delta version (see WithDeltaInput).
+	Delta string
 }
+
+// DeltaTablePrefix starts the Table of a Delta input ("delta:LOCATION").
+const DeltaTablePrefix = "delta:"
 
 // OutputSpec declares an output. PartitionBy, Identifier and Properties are
 // used when floe creates the table (on its first build).
@@ -89,6 +96,18 @@ type Option func(*Transform)
 // WithInput declares an input table.
 func WithInput(name, table string) Option {
 	return func(t *Transform) { t.Inputs = append(t.Inputs, InputSpec{Name: name, Table: table}) }
+}
+
+// WithDeltaInput declares an input that is the Delta Lake table at
+// location, opened with the catalog's storage settings. A build reads it at
+// its latest version and records that version as the input's watermark
+// (floe.source.<name>.snapshot-id holds the Delta version, .table
+// "delta:<location>"); incremental reads come from its Change Data Feed
+// (DeltaChanges).
+func WithDeltaInput(name, location string) Option {
+	return func(t *Transform) {
+		t.Inputs = append(t.Inputs, InputSpec{Name: name, Table: DeltaTablePrefix + location, Delta: location})
+	}
 }
 
 // WithInputOnBranch declares an input read from a branch.
