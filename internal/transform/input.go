@@ -3,6 +3,7 @@ package transform
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -185,7 +186,12 @@ func (in *Input) deltaCurrent() (*Rows, error) {
 	if err != nil || p == nil {
 		return NewRows(sch, seq), err
 	}
-	out := func(yield func(arrow.RecordBatch, error) bool) {
+	return NewRows(sch, in.filtered(p, seq)), nil
+}
+
+// filtered keeps the rows of seq that p accepts.
+func (in *Input) filtered(p *expr.Program, seq iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
 		for rec, err := range seq {
 			if err != nil {
 				yield(nil, err)
@@ -198,7 +204,6 @@ func (in *Input) deltaCurrent() (*Rows, error) {
 			}
 		}
 	}
-	return NewRows(sch, out), nil
 }
 
 // errDeltaChanges is the error of a changelog read of a Delta input.
@@ -332,20 +337,7 @@ func (in *Input) NetChanges() (*Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for rec, err := range cl.Rows(in.ctx()) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			f, err := p.Filter(in.ctx(), rec)
-			rec.Release()
-			if !yield(f, err) || err != nil {
-				return
-			}
-		}
-	}
-	return NewRows(cl.Schema(), seq), nil
+	return NewRows(cl.Schema(), in.filtered(p, cl.Rows(in.ctx()))), nil
 }
 
 // reconcile turns changes of rows failing the filter into DELETEs.
