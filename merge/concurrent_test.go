@@ -20,12 +20,14 @@ func TestConcurrentApplies(t *testing.T) {
 	for _, props := range []iceberg.Properties{
 		{"format-version": "2"},
 		{"format-version": "3", "write.merge.mode": "merge-on-read"},
+		{"format-version": "2", "floe.write.mode": "auto"},
+		{"format-version": "3", "floe.write.mode": "auto"},
 	} {
 		// Racing writers on one key need more than Iceberg's default 4
 		// retries; the table says so, as a user's would.
 		props["commit.retry.num-retries"] = "20"
 		props["commit.retry.min-wait-ms"] = "20"
-		t.Run(props["format-version"], func(t *testing.T) {
+		t.Run(props["format-version"]+props["floe.write.mode"], func(t *testing.T) {
 			e := tabletest.New(t)
 			if _, err := e.Create("t", "id long not null, owner string", "", nil, props); err != nil {
 				t.Fatal(err)
