@@ -606,7 +606,13 @@ func (r *run) ownsKey(i int) bool {
 func (r *run) joinPredicate(i int, changed []bool) (*string, error) {
 	jp := r.plan.join
 	ti := jp.tables[i]
-	sch := r.ctx.Input(ti.name).Table().Schema()
+	in := r.ctx.Input(ti.name)
+	if in.IsDelta() {
+		// A Delta table's reads are not pruned (the exact filter runs
+		// in DuckDB): it is read whole.
+		return nil, nil
+	}
+	sch := in.Table().Schema()
 	var ors []string
 	for j, tj := range jp.tables {
 		if j == i || !changed[j] {
