@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/floedata/floe/changelog"
 	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/internal/transform"
@@ -417,13 +415,9 @@ func (r *run) groupBy() error {
 	if err := r.s.Exec(r.ctx, "CREATE OR REPLACE TEMP TABLE __floe_touched AS SELECT DISTINCT * FROM __floe_touched"); err != nil {
 		return err
 	}
-	filter := ""
-	if !in.IsDelta() {
-		// A Delta table's rows are not pruned by the touched groups: the
-		// exact filter below runs in the engine.
-		if filter, err = r.groupFilter(in.Table().Schema()); err != nil {
-			return err
-		}
+	filter, err := r.groupFilter(in)
+	if err != nil {
+		return err
 	}
 	if filter != "" {
 		in = in.Filter(filter)
@@ -489,21 +483,21 @@ WHERE %s AND NOT EXISTS (SELECT 1 FROM __floe_result r WHERE %s)`,
 // expression that is a column of the table (of a type floe's expression
 // language writes literals of), col IN (its touched values) [OR col IS
 // NULL]. It keeps a superset of the groups' rows ("" = read everything).
-func (r *run) groupFilter(sch *iceberg.Schema) (string, error) {
+func (r *run) groupFilter(in *transform.Input) (string, error) {
 	var parts []string
 	for i, col := range r.plan.GroupBy.SourceColumns {
 		if col == "" {
 			continue
 		}
-		f, ok := sch.FindFieldByNameCaseInsensitive(col)
-		if !ok {
-			continue
+		f, kind, err := filterColumn(in, col, true)
+		if err != nil {
+			return "", err
 		}
 		var lit func(string) string
-		switch f.Type.(type) {
-		case iceberg.Int32Type, iceberg.Int64Type:
+		switch kind {
+		case "integer":
 			lit = func(s string) string { return s }
-		case iceberg.StringType:
+		case "string":
 			lit = func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 		default:
 			continue
@@ -515,7 +509,7 @@ func (r *run) groupFilter(sch *iceberg.Schema) (string, error) {
 		if len(vals) > maxPushedValues {
 			continue
 		}
-		ident := expr.QuoteIdent(f.Name)
+		ident := expr.QuoteIdent(f)
 		var in []string
 		null := false
 		for _, v := range vals {

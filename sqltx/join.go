@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/iceberg-go"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/floedata/floe/changelog"
+	"github.com/floedata/floe/expr"
 	"github.com/floedata/floe/internal/transform"
 )
 
@@ -607,12 +608,6 @@ func (r *run) joinPredicate(i int, changed []bool) (*string, error) {
 	jp := r.plan.join
 	ti := jp.tables[i]
 	in := r.ctx.Input(ti.name)
-	if in.IsDelta() {
-		// A Delta table's reads are not pruned (the exact filter runs
-		// in DuckDB): it is read whole.
-		return nil, nil
-	}
-	sch := in.Table().Schema()
 	var ors []string
 	for j, tj := range jp.tables {
 		if j == i || !changed[j] {
@@ -636,20 +631,14 @@ func (r *run) joinPredicate(i int, changed []bool) (*string, error) {
 		if mine == "" || !plainIdent(mine) {
 			return nil, nil
 		}
-		f, ok := sch.FindFieldByName(mine)
-		if !ok {
+		f, want, err := filterColumn(in, mine, false)
+		if err != nil {
+			return nil, err
+		}
+		if want == "" {
 			return nil, nil
 		}
-		var want string
-		switch f.Type.(type) {
-		case iceberg.Int32Type, iceberg.Int64Type:
-			want = "integer"
-		case iceberg.StringType:
-			want = "string"
-		default:
-			return nil, nil
-		}
-		in, err := r.inList(mine, fmt.Sprintf("__floe_changes_%d", j), theirs, want)
+		in, err := r.inList(expr.QuoteIdent(f), fmt.Sprintf("__floe_changes_%d", j), theirs, want)
 		if err != nil || in == nil {
 			return nil, err
 		}
@@ -712,4 +701,30 @@ func plainIdent(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// filterColumn finds the column name of in (case-insensitively if fold)
+// for a pruning filter and the kind of literal it compares with:
+// "integer", "string", or "" when a filter on it is not pushed (other
+// types, or no such column). It asks for the rows' Arrow schema, which an
+// Iceberg and a Delta input both have: an Iceberg scan prunes files by the
+// filter, a Delta read applies it to the rows before they are staged.
+func filterColumn(in *transform.Input, name string, fold bool) (string, string, error) {
+	sch, err := in.ArrowSchema()
+	if err != nil {
+		return "", "", fmt.Errorf("input %s: %w", in.Name(), err)
+	}
+	for _, f := range sch.Fields() {
+		if f.Name != name && !(fold && strings.EqualFold(f.Name, name)) {
+			continue
+		}
+		switch f.Type.ID() {
+		case arrow.INT32, arrow.INT64:
+			return f.Name, "integer", nil
+		case arrow.STRING, arrow.LARGE_STRING:
+			return f.Name, "string", nil
+		}
+		return f.Name, "", nil
+	}
+	return "", "", nil
 }
