@@ -97,7 +97,8 @@ echo "# warehouse $(du -sh "$root/pristine" | cut -f1), changes $(du -h "$root/c
 # The changelog's table: the pristine t_v2 after a copy-on-write update of 1% of its rows, made on a
 # fresh copy before each round's changelog runs (read-only, so the engines share it); the metadata holds
 # absolute paths, so it stays at $root/work.
-start=$("$root/floe" --warehouse "$root/pristine" --quiet table snapshots bench.t_v2 --format jsonl | tail -1 | sed -n 's/.*"snapshot_id":\([0-9]*\).*/\1/p')
+fresh
+start=$("$root/floe" --warehouse "$root/work" --quiet table snapshots bench.t_v2 --format jsonl | tail -1 | sed -n 's/.*"snapshot_id":\([0-9]*\).*/\1/p')
 [[ -n "$start" ]] || { echo "bench/peers.sh: no snapshot id in floe table snapshots bench.t_v2" >&2; exit 1; }
 changelog_table() {
 	fresh
