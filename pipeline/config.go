@@ -104,9 +104,10 @@ type TransformConfig struct {
 	Engine          string            `yaml:"engine" doc:"Which engine builds it: local (floe, default), spark (Spark Connect) or auto (Spark when the planned work passes the threshold), as --engine; see docs/spark.md." example:"auto"`
 	Properties      map[string]string `yaml:"properties" doc:"Table properties the destination is created with." example:"{write.delete.mode: merge-on-read}"`
 
-	// Storage settings of a delta step's source (docs/storage.md).
-	Storage          string            `yaml:"storage" doc:"Storage profile (a name under storage: in the catalog configuration file) whose settings read path; default: the catalog's own storage settings (docs/storage.md)." for:"delta" example:"lake"`
-	SourceProperties map[string]string `yaml:"source_properties" doc:"Storage settings for reading path that override single keys of the profile or the catalog's (s3.endpoint, s3.region, ...)." for:"delta" example:"{s3.region: eu-west-1}"`
+	// Storage settings of a delta step's source, or of a sql query's Delta
+	// tables (docs/storage.md).
+	Storage          string            `yaml:"storage" doc:"Storage profile (a name under storage: in the catalog configuration file) whose settings read path (for sql: the query's delta.\"PATH\" tables); default: the catalog's own storage settings (docs/storage.md)." for:"delta,sql" example:"lake"`
+	SourceProperties map[string]string `yaml:"source_properties" doc:"Storage settings for reading path (for sql: the query's Delta tables) that override single keys of the profile or the catalog's (s3.endpoint, s3.region, ...)." for:"delta,sql" example:"{s3.region: eu-west-1}"`
 	// Keys that are not the destination's identifier (issue 12).
 	AllowNonIdentifierKey bool `yaml:"allow_non_identifier_key" doc:"Let key differ from the identifier fields of an existing destination (refused otherwise: upserting by another column can give several rows one identifier value). The key must still be unique in the source." for:"sync" example:"true"`
 

@@ -296,7 +296,8 @@ func (tc TransformConfig) step() (*Step, error) {
 		var plan *sqltx.Plan
 		s.Transform, plan, err = sqltx.New(context.Background(), sqltx.Spec{Name: tc.Name, Query: tc.Query,
 			Dst: tc.Destination, Keys: tc.Key, PartitionBy: tc.PartitionBy, Properties: tc.Properties,
-			SemanticVersion: tc.SemanticVersion, OnSchemaChange: tc.OnSchemaChange})
+			SemanticVersion: tc.SemanticVersion, OnSchemaChange: tc.OnSchemaChange,
+			Storage: tc.Storage, SourceProperties: tc.SourceProperties})
 		if plan != nil {
 			s.Sources = plan.Tables
 		}

@@ -31,6 +31,13 @@ type Spec struct {
 	// no longer matches the destination's: SchemaRebuild ("" too),
 	// SchemaEvolve or SchemaFail.
 	OnSchemaChange string
+	// Storage and SourceProperties choose the storage settings the query's
+	// Delta tables (delta."PATH") are read with: a storage profile of the
+	// catalog's configuration file ("": the catalog's own settings), with
+	// single keys (s3.endpoint, s3.region, ...) overridden. A query that
+	// reads no Delta table refuses them.
+	Storage          string
+	SourceProperties map[string]string
 }
 
 // New parses the query with the registered engine (ErrNoEngine without
@@ -68,12 +75,17 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 	rule, reason := plan.RuleFor(spec.Keys)
 	version := int(crc32.ChecksumIEEE([]byte(spec.Query+"|"+strings.Join(spec.Keys, ",")+"|"+strconv.Itoa(spec.SemanticVersion))) & 0x7fffffff)
 	opts := []transform.Option{transform.WithSemanticVersion(version)}
+	deltas := 0
 	for _, t := range plan.Tables {
 		if loc, ok := DeltaLocation(t); ok {
-			opts = append(opts, transform.WithDeltaInput(t, loc))
+			opts = append(opts, transform.WithDeltaInput(t, loc, transform.DeltaStorage(spec.Storage, spec.SourceProperties)))
+			deltas++
 			continue
 		}
 		opts = append(opts, transform.WithInput(t, t))
+	}
+	if deltas == 0 && (spec.Storage != "" || len(spec.SourceProperties) > 0) {
+		return nil, nil, fmt.Errorf("storage settings (storage, source_properties) are for the query's Delta tables (delta.\"PATH\"), and it reads none")
 	}
 	outOpts := []transform.OutputOption{transform.PartitionBy(spec.PartitionBy), transform.TableProperties(spec.Properties)}
 	if keyed {

@@ -228,6 +228,34 @@ func TestObjectStorage(t *testing.T) {
 	if want[0] != got[0] || want[0] == "" {
 		t.Errorf("delta changes with --storage differs from local disk:\nlocal:\n%s\ns3:\n%s", want[0], got[0])
 	}
+	// A SQL query and a sql transform read delta."s3://..." with that
+	// profile while the warehouse stays on local disk (the embedded
+	// default): storage and --storage name it.
+	sqlRun := func(dir, deltaRoot, storage string, global []string, env []string) []string {
+		t.Helper()
+		pipe := "transforms:\n  - name: s_delta\n    type: sql\n    destination: shop.s_delta\n    key: [id]\n" +
+			"    query: SELECT id, upper(name) AS name, birthday FROM delta.\"" + deltaRoot + "/deltars-cdf-table\" WHERE id > 1\n"
+		flags := ""
+		if storage != "" {
+			pipe += "    storage: " + storage + "\n"
+			flags = " --storage " + storage
+		}
+		if err := os.WriteFile(filepath.Join(dir, "sql.yaml"), []byte(pipe), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return storageRun(t, []storageStep{
+			{args: `query 'SELECT id, name, birthday FROM delta."{DELTA}/deltars-cdf-table" ORDER BY id' --format csv` + flags, compare: true},
+			{args: "--warehouse wh run sql.yaml --once --quiet"},
+			{args: "--warehouse wh table scan shop.s_delta --format jsonl", compare: true},
+		}, dir, global, deltaRoot, env)
+	}
+	want = sqlRun(t.TempDir(), shared, "", nil, nil)
+	got = sqlRun(work, "s3://floe-e2e/delta", "deltalake", []string{"--config", "profile.yaml"}, []string{"AWS_EC2_METADATA_DISABLED=true"})
+	for i := range want {
+		if want[i] != got[i] || want[i] == "" {
+			t.Errorf("sql over a Delta table on s3 with a storage profile, output %d differs from local disk:\nlocal:\n%s\ns3:\n%s", i, want[i], got[i])
+		}
+	}
 	if objs := srv.List(t, "floe-e2e", "wh/shop.db/cow/metadata/"); len(objs) == 0 {
 		t.Fatal("no metadata under s3://floe-e2e/wh/shop.db/cow: the tables are not on S3")
 	}

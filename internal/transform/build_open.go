@@ -42,14 +42,14 @@ func (b *build) openInputs() error {
 	return nil
 }
 
-// openDeltaInput opens a Delta input with the catalog's storage settings
-// and pins its latest version: the build reads up to it, and records it as
+// openDeltaInput opens a Delta input with its storage settings (its
+// profile, else the catalog's, with its properties on top) and pins its latest version: the build reads up to it, and records it as
 // the input's next watermark (with the table's metaData.id as its UUID, so
 // that a table recreated at the location rebuilds).
 func (b *build) openDeltaInput(spec InputSpec) error {
-	props, err := catalog.SourceStorage(b.r.Catalog, "", "", nil)
+	props, err := catalog.SourceStorage(b.r.Catalog, "", spec.Storage, spec.StorageProperties)
 	if err != nil {
-		return err
+		return fmt.Errorf("the Delta table %s: %w", spec.Delta, err)
 	}
 	tbl, err := delta.OpenLocation(b.ctx, spec.Delta, props)
 	if err != nil {

@@ -59,6 +59,12 @@ type InputSpec struct {
 	// table read instead of an Iceberg table: the build pins its latest
 	// version, and its watermark is a Delta version (see WithDeltaInput).
 	Delta string
+	// Storage and StorageProperties choose the storage settings a Delta
+	// input is read with (catalog.SourceStorage): a storage profile of the
+	// catalog's configuration file, else the catalog's own settings, with
+	// single keys overridden.
+	Storage           string
+	StorageProperties map[string]string
 }
 
 // DeltaTablePrefix starts the Table of a Delta input ("delta:LOCATION").
@@ -99,15 +105,28 @@ func WithInput(name, table string) Option {
 }
 
 // WithDeltaInput declares an input that is the Delta Lake table at
-// location, opened with the catalog's storage settings. A build reads it at
-// its latest version and records that version as the input's watermark
-// (floe.source.<name>.snapshot-id holds the Delta version, .table
-// "delta:<location>"); incremental reads come from its Change Data Feed
-// (DeltaChanges).
-func WithDeltaInput(name, location string) Option {
+// location, opened with the catalog's storage settings (or those of
+// DeltaStorage). A build reads it at its latest version and records that
+// version as the input's watermark (floe.source.<name>.snapshot-id holds
+// the Delta version, .table "delta:<location>"); incremental reads come
+// from its Change Data Feed (DeltaChanges).
+func WithDeltaInput(name, location string, opts ...DeltaOption) Option {
 	return func(t *Transform) {
-		t.Inputs = append(t.Inputs, InputSpec{Name: name, Table: DeltaTablePrefix + location, Delta: location})
+		in := InputSpec{Name: name, Table: DeltaTablePrefix + location, Delta: location}
+		for _, o := range opts {
+			o(&in)
+		}
+		t.Inputs = append(t.Inputs, in)
 	}
+}
+
+// A DeltaOption configures a Delta input (WithDeltaInput).
+type DeltaOption func(*InputSpec)
+
+// DeltaStorage reads the Delta input with the storage profile named
+// profile ("": the catalog's own settings) and props over it.
+func DeltaStorage(profile string, props map[string]string) DeltaOption {
+	return func(in *InputSpec) { in.Storage, in.StorageProperties = profile, props }
 }
 
 // WithInputOnBranch declares an input read from a branch.

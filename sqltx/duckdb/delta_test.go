@@ -674,3 +674,58 @@ func TestDeltaSchemaChange(t *testing.T) {
 		d.insert([]any{int64(3 + i), "c", "eu", nil})
 	}
 }
+
+// TestDeltaStorageSettings: the storage settings of a query's Delta tables
+// (Spec.Storage, QueryOptions) reach the read: a profile the configuration
+// does not have fails the build naming the profile and the table and
+// commits nothing; a query without a Delta table refuses them.
+func TestDeltaStorageSettings(t *testing.T) {
+	e := newEnv(t)
+	d := newDeltaSrc(t, deltaDimSchema, true)
+	d.insert([]any{int64(1), "a", "eu"}, []any{int64(2), "b", "us"})
+	src := d.w.Dir
+	q := "SELECT id, name FROM " + d.ref()
+	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "remote", Query: q, Dst: "ns.out", Keys: []string{"id"}, Storage: "nosuch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = e.build(tr); err == nil || !strings.Contains(err.Error(), `"nosuch"`) || !strings.Contains(err.Error(), src) {
+		t.Fatalf("build with an unknown storage profile: %v", err)
+	}
+	if _, err := e.Cat.LoadTable(e.Ctx, "ns.out"); err == nil {
+		t.Fatal("the destination exists after a failed build")
+	}
+	if _, _, _, err := sqltx.QueryWith(e.Ctx, e.Cat, q, sqltx.QueryOptions{Storage: "nosuch"}); err == nil || !strings.Contains(err.Error(), `"nosuch"`) {
+		t.Fatalf("query with an unknown storage profile: %v", err)
+	}
+	// Overrides alone keep the catalog's settings: a local table reads.
+	_, seq, done, err := sqltx.QueryWith(e.Ctx, e.Cat, q, sqltx.QueryOptions{SourceProperties: map[string]string{"s3.region": "eu-west-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rec, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(rec.NumRows())
+		rec.Release()
+	}
+	done()
+	if n == 0 {
+		t.Fatal("the query read no rows")
+	}
+	e.create("dim", "id long not null, name string", []string{"id"}, nil)
+	iq := "SELECT id, name FROM ns.dim"
+	for _, spec := range []sqltx.Spec{
+		{Name: "x", Query: iq, Dst: "ns.out", Storage: "lake"},
+		{Name: "x", Query: iq, Dst: "ns.out", SourceProperties: map[string]string{"s3.region": "x"}},
+	} {
+		if _, _, err := sqltx.New(e.Ctx, spec); err == nil || !strings.Contains(err.Error(), "Delta tables") {
+			t.Fatalf("storage settings without a Delta table: %v", err)
+		}
+	}
+	if _, _, _, err := sqltx.QueryWith(e.Ctx, e.Cat, iq, sqltx.QueryOptions{Storage: "lake"}); err == nil || !strings.Contains(err.Error(), "Delta tables") {
+		t.Fatalf("query: storage settings without a Delta table: %v", err)
+	}
+}
