@@ -68,40 +68,68 @@ func (cs *changeSet) reduce(recs []arrow.RecordBatch) (*actionSet, error) {
 	for _, rec := range recs {
 		total += int(rec.NumRows())
 	}
-	idx := newKeyIndex(recs, cs.keyCols, total)
 	st := make([]keyState, 0, total)
-	var hashes []uint64
-	for b, rec := range recs {
-		kinds, ords, seqs := cs.kinds(rec), cs.ords(rec), cs.seqs(rec)
-		hashes = rows.HashKeys(rec, cs.keyCols, hashes)
-		for i, h := range hashes {
-			slot, added := idx.insert(h, b, i)
-			if added {
-				st = append(st, keyState{})
-			}
-			s := &st[slot]
-			kind := kinds[i]
-			if seqs != nil {
-				// The last of equal (sequence, type) wins: a stable sort's last.
-				if s.n == 0 || seqs[i] > s.seq || seqs[i] == s.seq && kind >= s.kind {
-					s.seq, s.kind, s.ord, s.b, s.i = seqs[i], kind, ords[i], int32(b), int32(i)
-				}
-				s.n++
-				continue
-			}
-			if kind == kindUpdateBefore { // ignored: does nothing alone
-				continue
-			}
-			switch s.n {
-			case 0:
-				s.kind, s.ord, s.b, s.i = kind, ords[i], int32(b), int32(i)
-			case 1:
-				s.kind2, s.ord2 = kind, ords[i]
+	// step adds change row i of batch b to the state of its key.
+	step := func(s *keyState, b, i int, kinds []int8, ords, seqs []int64) {
+		kind := kinds[i]
+		if seqs != nil {
+			// The last of equal (sequence, type) wins: a stable sort's last.
+			if s.n == 0 || seqs[i] > s.seq || seqs[i] == s.seq && kind >= s.kind {
+				s.seq, s.kind, s.ord, s.b, s.i = seqs[i], kind, ords[i], int32(b), int32(i)
 			}
 			s.n++
+			return
+		}
+		if kind == kindUpdateBefore { // ignored: does nothing alone
+			return
+		}
+		switch s.n {
+		case 0:
+			s.kind, s.ord, s.b, s.i = kind, ords[i], int32(b), int32(i)
+		case 1:
+			s.kind2, s.ord2 = kind, ords[i]
+		}
+		s.n++
+	}
+	var idx *keyIndex
+	sorted := sortedIntKey(recs, cs.keyCols)
+	if testHookReduce != nil {
+		testHookReduce(sorted)
+	}
+	if sorted {
+		// Keys in ascending order (a change set exported in key order):
+		// the changes of a key are one run of rows, and a key is new
+		// exactly when it differs from the row before. No key index is
+		// built unless a lookup asks for one (actionSet.index).
+		var last int64
+		for b, rec := range recs {
+			kinds, ords, seqs := cs.kinds(rec), cs.ords(rec), cs.seqs(rec)
+			col := rec.Column(cs.keyCols[0])
+			for i := range int(rec.NumRows()) {
+				v, _ := intValue(col, i)
+				if len(st) == 0 || v != last {
+					st = append(st, keyState{})
+					last = v
+				}
+				step(&st[len(st)-1], b, i, kinds, ords, seqs)
+			}
+		}
+	} else {
+		idx = newKeyIndex(recs, cs.keyCols, total)
+		var hashes []uint64
+		for b, rec := range recs {
+			kinds, ords, seqs := cs.kinds(rec), cs.ords(rec), cs.seqs(rec)
+			hashes = rows.HashKeys(rec, cs.keyCols, hashes)
+			for i, h := range hashes {
+				slot, added := idx.insert(h, b, i)
+				if added {
+					st = append(st, keyState{})
+				}
+				step(&st[slot], b, i, kinds, ords, seqs)
+			}
 		}
 	}
-	set := &actionSet{idx: idx, act: make([]action, len(st))}
+	set := &actionSet{idx: idx, recs: recs, cols: cs.keyCols, act: make([]action, len(st))}
 	for slot := range st {
 		s := &st[slot]
 		var a action
@@ -164,6 +192,47 @@ func (cs *changeSet) combine(ctx context.Context, recs []arrow.RecordBatch) ([]a
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// testHookReduce, set by tests only, is told whether reduce found the keys
+// sorted.
+var testHookReduce func(sorted bool)
+
+// sortedIntKey reports whether recs have one integer-like key column (at
+// cols) whose values never decrease from row to row, across the batches
+// in order.
+func sortedIntKey(recs []arrow.RecordBatch, cols []int) bool {
+	if len(cols) != 1 {
+		return false
+	}
+	first := true
+	var last int64
+	for _, rec := range recs {
+		col := rec.Column(cols[0])
+		if col.NullN() > 0 || !isIntArray(col) {
+			return false
+		}
+		switch a := col.(type) {
+		case *array.Int64:
+			vs := a.Int64Values()
+			if len(vs) == 0 {
+				continue
+			}
+			if !first && vs[0] < last || !slices.IsSorted(vs) {
+				return false
+			}
+			last, first = vs[len(vs)-1], false
+			continue
+		}
+		for i := range col.Len() {
+			v, _ := intValue(col, i)
+			if !first && v < last {
+				return false
+			}
+			last, first = v, false
+		}
+	}
+	return true
 }
 
 func seqValue(a arrow.Array, i int) int64 {

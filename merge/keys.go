@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -121,9 +122,15 @@ func (x *keyIndex) insert(h uint64, b, i int) (slot int32, added bool) {
 // actionSet is the final action of every key of a change set, by slot of
 // its key index.
 type actionSet struct {
-	idx *keyIndex
-	act []action // by slot; none for a key without an action
-	n   int      // keys with an action
+	// idx indexes the keys by slot. A change set whose keys arrive sorted
+	// is reduced without it (sortedIntKey), and it is built on first use,
+	// from recs and cols; once guards that.
+	idx  *keyIndex
+	once sync.Once
+	recs []arrow.RecordBatch
+	cols []int
+	act  []action // by slot; none for a key without an action
+	n    int      // keys with an action
 	// upserts and deletes count the actions of each kind.
 	upserts, deletes int64
 	// matched marks the keys found in the table (position and
@@ -131,7 +138,32 @@ type actionSet struct {
 	matched []atomic.Bool
 }
 
-func (s *actionSet) release() { s.idx.release() }
+func (s *actionSet) release() {
+	if s.idx != nil {
+		s.idx.release()
+	}
+}
+
+// index returns the key index of the set, building it the first time for
+// a set reduced without one: the keys of slot 0, 1, ... are the first rows
+// of the sorted runs of equal keys, in arrival order.
+func (s *actionSet) index() *keyIndex {
+	s.once.Do(func() {
+		if s.idx != nil {
+			return
+		}
+		x := newKeyIndex(s.recs, s.cols, len(s.act))
+		var hashes []uint64
+		for b, rec := range s.recs {
+			hashes = rows.HashKeys(rec, s.cols, hashes)
+			for i, h := range hashes {
+				x.insert(h, b, i) // a row of a run already added finds its slot
+			}
+		}
+		s.idx = x
+	})
+	return s.idx
+}
 
 // all yields the actions (not the keys without one), in the order their
 // keys first appeared.
@@ -147,14 +179,15 @@ func (s *actionSet) all(yield func(action) bool) {
 // 0..k-1 are the key columns in key order, or -1 when the row's key has no
 // action. out is reused when it has room; hashes is scratch space.
 func (s *actionSet) lookup(rec arrow.RecordBatch, out []int32, hashes []uint64) ([]int32, []uint64) {
-	hashes = rows.HashKeys(rec, s.idx.keyPos, hashes)
+	idx := s.index()
+	hashes = rows.HashKeys(rec, idx.keyPos, hashes)
 	n := len(hashes)
 	if cap(out) < n {
 		out = make([]int32, n)
 	}
 	out = out[:n]
 	for i, h := range hashes {
-		slot := s.idx.find(h, rec, i)
+		slot := idx.find(h, rec, i)
 		if slot >= 0 && s.act[slot].none {
 			slot = -1
 		}

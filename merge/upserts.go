@@ -133,18 +133,15 @@ func (cs *changeSet) reducePartition(ctx context.Context, recs []arrow.RecordBat
 			return false, err
 		}
 	}
-	cols := seqInts(cs.nTable)
 	for b, idx := range ups {
 		if len(idx) == 0 {
 			continue
 		}
 		slices.Sort(idx)
-		t, err := rows.Take(ctx, recs[b], idx)
+		p, err := cs.takeTableRows(ctx, recs[b], idx)
 		if err != nil {
 			return false, err
 		}
-		p := rows.Project(t, cs.tableSch, cols)
-		t.Release()
 		if !yield(p, nil) {
 			return false, nil
 		}
@@ -161,25 +158,35 @@ func (cs *changeSet) upsertRows(ctx context.Context, recs []arrow.RecordBatch, a
 				idx[a.b] = append(idx[a.b], int64(a.i))
 			}
 		}
-		cols := seqInts(cs.nTable)
 		for b, rec := range recs {
 			ids := idx[b]
 			if len(ids) == 0 {
 				continue
 			}
 			slices.Sort(ids)
-			t, err := rows.Take(ctx, rec, ids)
+			p, err := cs.takeTableRows(ctx, rec, ids)
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			p := rows.Project(t, cs.tableSch, cols)
-			t.Release()
 			if !yield(p, nil) {
 				return
 			}
 		}
 	}
+}
+
+// takeTableRows returns the rows ids (ascending, distinct) of a change set
+// batch, in the table's schema: the table columns only are copied (not the
+// change type, sequence and ordinal columns), and rows that are one
+// contiguous range (a batch of inserts) are a zero-copy slice.
+func (cs *changeSet) takeTableRows(ctx context.Context, rec arrow.RecordBatch, ids []int64) (arrow.RecordBatch, error) {
+	p := rows.Project(rec, cs.tableSch, seqInts(cs.nTable))
+	defer p.Release()
+	if lo, hi := ids[0], ids[len(ids)-1]; hi-lo == int64(len(ids)-1) {
+		return p.NewSlice(lo, hi+1), nil
+	}
+	return rows.Take(ctx, p, ids)
 }
 
 // tableMatch finds the table rows of the action keys for write.Visitor's

@@ -3,6 +3,9 @@ package write_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -209,5 +214,71 @@ func TestPositionDeletesManyRows(t *testing.T) {
 	}
 	if !slices.Equal(live, want) {
 		t.Errorf("%d live rows after the delete, want %d (ids 1, 4, 7, ...)", len(live), len(want))
+	}
+	checkPosDeleteFiles(t, tbl, 133333)
+}
+
+// checkPosDeleteFiles reads the position delete files under the table's
+// location as plain Parquet, as another engine would: file_path must be a
+// string column (not a dictionary type) naming an existing data file of the
+// table on every row, pos ascending; n rows in all.
+func checkPosDeleteFiles(t *testing.T, tbl *table.Table, n int64) {
+	t.Helper()
+	root := strings.TrimPrefix(tbl.Location(), "file://")
+	var total int64
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "-pos.parquet") {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		pr, err := file.NewParquetReader(f)
+		if err != nil {
+			return err
+		}
+		defer pr.Close()
+		fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 20}, memory.DefaultAllocator)
+		if err != nil {
+			return err
+		}
+		got, err := fr.ReadTable(context.Background())
+		if err != nil {
+			return err
+		}
+		defer got.Release()
+		if ty := got.Schema().Field(0).Type; got.Schema().Field(0).Name != "file_path" || !arrow.TypeEqual(ty, arrow.BinaryTypes.String) {
+			t.Errorf("%s: column 0 is %s %s, want file_path string", path, got.Schema().Field(0).Name, ty)
+			return nil
+		}
+		last := int64(-1)
+		for _, c := range got.Column(0).Data().Chunks() {
+			for i := range c.Len() {
+				p := c.(*array.String).Value(i)
+				if _, err := os.Stat(strings.TrimPrefix(p, "file://")); err != nil || !strings.Contains(p, "/data/") {
+					t.Errorf("%s: file_path %q is not a data file of the table (%v)", path, p, err)
+					return nil
+				}
+			}
+		}
+		for _, c := range got.Column(1).Data().Chunks() {
+			for _, v := range c.(*array.Int64).Int64Values() {
+				if v <= last {
+					t.Errorf("%s: pos %d after %d, want ascending", path, v, last)
+					return nil
+				}
+				last = v
+			}
+		}
+		total += got.NumRows()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != n {
+		t.Errorf("position delete files hold %d rows, want %d", total, n)
 	}
 }
