@@ -360,18 +360,46 @@ func pairWindow(budget int64) int64 {
 // The consumer takes each batch.
 func liveRows(ctx context.Context, r *scan.Reader, entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		for _, e := range entries {
+		open := func(_ int, e *scan.Entry) (iter.Seq2[scan.Batch, error], error) {
 			_, seq, err := r.Live(ctx, e.File, deletes(e), nil)
-			if err != nil {
-				yield(nil, err)
+			return seq, err
+		}
+		for b, err := range liveBatches(entries, open) {
+			if !yield(b.Rec, err) || err != nil {
 				return
+			}
+		}
+	}
+}
+
+// fileBatch is a batch of the live rows of entries[file] (liveBatches).
+type fileBatch struct {
+	scan.Batch
+	file int
+}
+
+// liveBatches streams the batches of the data files entries, in file
+// order, each file read by open (typically scan.Reader.Live or
+// LiveLineage with the deletes that apply to it); open returns a nil
+// sequence to skip a file. The consumer takes each batch. The first error
+// ends the stream.
+func liveBatches(entries []*scan.Entry, open func(i int, e *scan.Entry) (iter.Seq2[scan.Batch, error], error)) iter.Seq2[fileBatch, error] {
+	return func(yield func(fileBatch, error) bool) {
+		for i, e := range entries {
+			seq, err := open(i, e)
+			if err != nil {
+				yield(fileBatch{}, err)
+				return
+			}
+			if seq == nil {
+				continue
 			}
 			for b, err := range seq {
 				if err != nil {
-					yield(nil, err)
+					yield(fileBatch{}, err)
 					return
 				}
-				if !yield(b.Rec, nil) {
+				if !yield(fileBatch{b, i}, nil) {
 					return
 				}
 			}
