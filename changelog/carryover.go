@@ -3,6 +3,7 @@ package changelog
 import (
 	"context"
 	"iter"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -25,22 +26,38 @@ import (
 // rows in the same order, so that almost every row finds its partner a
 // few rows away and millions of carry-overs never reach the partitioner.
 //
-// The sides are matched a chunk of rows at a time, alternately. The window
-// holds whole batches: a batch stays while any of its rows is unmatched,
-// and when the retained batches pass the budget the oldest is evicted, its
-// unmatched rows handed to emit. Rows are matched by a 64-bit
-// hash of their values (rows.HashKeys) and then compared value by value
-// (rows.KeysEqual), so a hash collision costs a comparison, never a wrong
+// The sides are read in step. First the aligned path: the next row of
+// each side is compared with the next row of the other, column by column
+// over a run of rows (rows.RunComparer), and an equal run cancels without
+// its rows ever being hashed or indexed. Rows where the sides do not line
+// up go one at a time through the hash path (resync chooses the side): the
+// row is looked up among the unmatched rows of the other side, and
+// cancels with one found equal, or else joins its own side's index. The two indexes never hold equal rows (a row joins one
+// only when the other has no equal row), so without evictions no row is
+// left uncancelled that had a partner.
+//
+// The window holds whole batches: a batch stays while any of its rows is
+// unmatched, and when the retained batches pass the budget the oldest is
+// evicted, its unmatched rows handed to emit. Rows are indexed by a
+// 64-bit hash of their values (rows.HashKeysRange, only of the rows that
+// need it) and a hash match is confirmed value by value (with the same
+// comparer), so a hash collision costs a comparison, never a wrong
 // cancellation.
 type pairer struct {
-	ctx    context.Context
-	cols   []int
-	budget int64
-	emit   func(arrow.RecordBatch) error // takes the batch
-	sides  [2]pairSide                   // 0: deletes, 1: inserts
-	held   int64                         // bytes of the retained batches
-	seq    int64
-	hash   func(rec arrow.RecordBatch, cols []int, out []uint64) []uint64 // rows.HashKeys; tests make it collide
+	ctx     context.Context
+	cols    []int
+	budget  int64
+	emit    func(side int, rec arrow.RecordBatch) error // takes the batch
+	sides   [2]pairSide                                 // 0: deletes, 1: inserts
+	held    int64                                       // bytes of the retained batches
+	seq     int64
+	cmp     *rows.RunComparer // made from the first batch's schema
+	runLen  int               // rows the aligned path compares at once
+	aligned bool              // the aligned path is on (useAligned)
+	runRows int64             // rows the aligned path cancelled, per side
+	behind  int               // the side resync catches up, or -1
+	// hash is rows.HashKeysRange; tests make it collide.
+	hash func(rec arrow.RecordBatch, cols []int, lo, hi int, out []uint64) []uint64
 }
 
 type pairSide struct {
@@ -97,8 +114,8 @@ func (s *pairSide) unlink(h uint64, prev, n int32) {
 type pairBatch struct {
 	rec    arrow.RecordBatch
 	seq    int64
-	hashes []uint64
-	alive  []bool // matched so far and unmatched
+	hashes []uint64 // of the rows that went through the hash path
+	alive  []bool   // matched so far and unmatched
 	nAlive int
 	size   int64
 	done   bool // every row has been matched against the other side
@@ -109,8 +126,8 @@ type pairRef struct {
 	i int32
 }
 
-func newPairer(ctx context.Context, cols []int, budget int64, emit func(arrow.RecordBatch) error) *pairer {
-	p := &pairer{ctx: ctx, cols: cols, budget: budget, emit: emit, hash: rows.HashKeys}
+func newPairer(ctx context.Context, cols []int, budget int64, emit func(side int, rec arrow.RecordBatch) error) *pairer {
+	p := &pairer{ctx: ctx, cols: cols, budget: budget, emit: emit, hash: rows.HashKeysRange, runLen: minRun, aligned: useAligned, behind: -1}
 	for s := range p.sides {
 		p.sides[s].head = newHashIndex()
 		p.sides[s].free = -1
@@ -118,13 +135,29 @@ func newPairer(ctx context.Context, cols []int, budget int64, emit func(arrow.Re
 	return p
 }
 
-// pairChunk is how many rows of one side are matched before the other
-// side's turn: small, so that on an aligned rewrite the unmatched rows in
-// the index stay few (and the index in cache) however large the batches.
+// useAligned turns the pairer's aligned path on; off, every row goes
+// through the hash path, as before it existed. Tests turn it off to
+// compare both.
+var useAligned = true
+
+// alignedRows counts the rows (per side) pairers cancelled on the aligned
+// path (for tests).
+var alignedRows atomic.Int64
+
+// pairChunk is how many rows of one side go through the hash path at
+// once when the other side has ended.
 const pairChunk = 1024
 
-// run reads dels and ins, matching pairChunk rows at a time of whichever
-// side has matched fewer rows so that both advance together, and hands
+// minRun and maxRun bound how many rows the aligned path compares at
+// once: it starts small after a mismatch (the rows compared past a
+// mismatch are compared again) and doubles while whole runs are equal.
+const (
+	minRun = 16
+	maxRun = 1024
+)
+
+// run reads dels and ins in step, cancelling aligned equal runs and
+// passing the rows that do not line up through the hash path, and hands
 // every row that is not cancelled to emit.
 func (p *pairer) run(dels, ins iter.Seq2[arrow.RecordBatch, error]) error {
 	next := [2]func() (arrow.RecordBatch, error, bool){}
@@ -134,58 +167,146 @@ func (p *pairer) run(dels, ins iter.Seq2[arrow.RecordBatch, error]) error {
 	next[1], stop[1] = iter.Pull2(ins)
 	defer stop[1]()
 	done := [2]bool{}
-	for !done[0] || !done[1] {
-		s := 1
-		if !done[0] && (done[1] || p.sides[0].rows <= p.sides[1].rows) {
-			s = 0
+	for {
+		for s := range p.sides {
+			side := &p.sides[s]
+			for side.cur == nil && !done[s] {
+				rec, err, ok := next[s]()
+				if !ok {
+					done[s] = true
+					break
+				}
+				if err != nil {
+					p.release()
+					return err
+				}
+				if rec.NumRows() == 0 {
+					rec.Release()
+					continue
+				}
+				if p.cmp == nil {
+					p.cmp = rows.NewRunComparer(rec.Schema(), p.cols)
+				}
+				side.cur = &pairBatch{rec: rec, alive: make([]bool, rec.NumRows()), size: rows.RecordSize(rec)}
+				side.curRow = 0
+				p.held += side.cur.size
+			}
 		}
-		side := &p.sides[s]
-		if side.cur == nil {
-			rec, err, ok := next[s]()
-			if !ok {
-				done[s] = true
-				continue
+		d, in := &p.sides[0], &p.sides[1]
+		var err error
+		switch {
+		case d.cur == nil && in.cur == nil:
+			alignedRows.Add(p.runRows)
+			return p.flush()
+		case d.cur == nil:
+			_, err = p.hashRows(1, pairChunk)
+		case in.cur == nil:
+			_, err = p.hashRows(0, pairChunk)
+		case !p.aligned:
+			// The hash path only (tests compare it with the aligned path).
+			s := 0
+			if d.rows > in.rows {
+				s = 1
 			}
-			if err != nil {
-				p.release()
-				return err
+			_, err = p.hashRows(s, pairChunk)
+		default:
+			n := min(int(d.cur.rec.NumRows())-d.curRow, int(in.cur.rec.NumRows())-in.curRow, p.runLen)
+			k := p.cmp.Run(d.cur.rec, d.curRow, in.cur.rec, in.curRow, n)
+			if k == n {
+				p.runLen = min(2*p.runLen, maxRun)
+			} else {
+				p.runLen = minRun
 			}
-			if rec.NumRows() == 0 {
-				rec.Release()
-				continue
+			if k > 0 {
+				p.runRows += int64(k)
+				err = p.advance(0, k)
+				if err == nil {
+					err = p.advance(1, k)
+				}
+				break
 			}
-			side.cur = &pairBatch{rec: rec, hashes: p.hash(rec, p.cols, nil), alive: make([]bool, rec.NumRows()), size: rows.RecordSize(rec)}
-			side.curRow = 0
-			p.held += side.cur.size
+			err = p.resync()
 		}
-		if err := p.step(s); err != nil {
+		if err != nil {
 			p.release()
 			return err
 		}
 	}
-	return p.flush()
 }
 
-// step matches the next pairChunk rows of side s's current batch against
-// the unmatched rows of the other side, indexing those that find no
-// partner. A batch whose rows are all matched joins the queue.
-func (p *pairer) step(s int) error {
+// resync passes the rows at which the sides do not line up through the
+// hash path, choosing the side that lets them line up again soonest: the
+// side with a row the other lacks when the next rows say so (one row
+// deleted, inserted or duplicated), else the side that is behind (whose
+// rows find their partners among the other side's unmatched rows: the
+// other side has read past them, e.g. after a block of new rows), else
+// both (an updated row).
+func (p *pairer) resync() error {
+	d, in := p.sides[0].cur, p.sides[1].cur
+	i, j := p.sides[0].curRow, p.sides[1].curRow
+	switch {
+	case p.behind >= 0:
+		return p.hashOne(p.behind)
+	case j+1 < len(in.alive) && p.cmp.Equal(d.rec, i, in.rec, j+1):
+		return p.hashOne(1)
+	case i+1 < len(d.alive) && p.cmp.Equal(d.rec, i+1, in.rec, j):
+		return p.hashOne(0)
+	}
+	if err := p.hashOne(0); err != nil || p.behind == 0 {
+		return err
+	}
+	return p.hashOne(1)
+}
+
+// hashOne passes the next row of side s through the hash path and notes
+// whether side s is behind: its row found a partner on the other side.
+func (p *pairer) hashOne(s int) error {
+	hits, err := p.hashRows(s, 1)
+	switch {
+	case hits > 0:
+		p.behind = s
+	case p.behind == s:
+		p.behind = -1
+	}
+	return err
+}
+
+// hashRows passes up to m rows of side s's current batch through the
+// hash path: each cancels with an equal unmatched row of the other side,
+// or joins side s's index. It returns how many cancelled.
+func (p *pairer) hashRows(s, m int) (int, error) {
 	me, other := &p.sides[s], &p.sides[1-s]
 	b := me.cur
-	n := len(b.hashes)
-	end := min(me.curRow+pairChunk, n)
-	for i := me.curRow; i < end; i++ {
+	n := int(b.rec.NumRows())
+	lo := me.curRow
+	hi := min(lo+m, n)
+	if b.hashes == nil {
+		b.hashes = make([]uint64, n)
+	}
+	p.hash(b.rec, p.cols, lo, hi, b.hashes[lo:hi])
+	hits := 0
+	for i := lo; i < hi; i++ {
 		h := b.hashes[i]
 		if p.cancel(other, h, b.rec, i) {
+			hits++
 			continue
 		}
 		b.alive[i] = true
 		b.nAlive++
 		me.push(h, pairRef{b, int32(i)})
 	}
-	me.rows += int64(end - me.curRow)
-	me.curRow = end
-	if end < n {
+	return hits, p.advance(s, hi-lo)
+}
+
+// advance moves side s's current batch on by k rows that are dealt with
+// (cancelled or indexed). A batch whose rows are all dealt with joins the
+// queue, or is freed when none of them is unmatched.
+func (p *pairer) advance(s, k int) error {
+	me := &p.sides[s]
+	b := me.cur
+	me.rows += int64(k)
+	me.curRow += k
+	if me.curRow < int(b.rec.NumRows()) {
 		return nil
 	}
 	me.cur = nil
@@ -235,7 +356,7 @@ func (p *pairer) cancel(other *pairSide, h uint64, rec arrow.RecordBatch, i int)
 	}
 	for prev := int32(-1); n >= 0; prev, n = n, other.nodes[n].next {
 		ref := other.nodes[n].ref
-		if !rows.KeysEqual(rec, i, ref.b.rec, int(ref.i), p.cols) {
+		if !p.cmp.Equal(rec, i, ref.b.rec, int(ref.i)) {
 			continue
 		}
 		other.unlink(h, prev, n)
@@ -273,11 +394,12 @@ func (p *pairer) evictOldest() (bool, error) {
 		if b.rec == nil {
 			continue // fully matched, already freed
 		}
-		return true, p.evict(side, b)
+		return true, p.evict(s, b)
 	}
 }
 
-func (p *pairer) evict(side *pairSide, b *pairBatch) error {
+func (p *pairer) evict(s int, b *pairBatch) error {
+	side := &p.sides[s]
 	for i, alive := range b.alive {
 		if !alive {
 			continue
@@ -303,7 +425,7 @@ func (p *pairer) evict(side *pairSide, b *pairBatch) error {
 	if err != nil {
 		return err
 	}
-	return p.emit(sel)
+	return p.emit(s, sel)
 }
 
 // flush evicts every retained batch, oldest first.

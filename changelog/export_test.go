@@ -10,3 +10,14 @@ func SetLineage(on bool) (restore func()) {
 
 // LineageRewrites is how many rewrites the row-lineage path has computed.
 func LineageRewrites() int64 { return lineageRewrites.Load() }
+
+// SetAlignedPairing turns the pairer's aligned path on or off and returns
+// the function that restores it. Tests using it must not run in parallel.
+func SetAlignedPairing(on bool) (restore func()) {
+	was := useAligned
+	useAligned = on
+	return func() { useAligned = was }
+}
+
+// AlignedRows is how many rows pairers have cancelled on the aligned path.
+func AlignedRows() int64 { return alignedRows.Load() }

@@ -151,69 +151,62 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 	}
 	// Pass 2: whole rows of the changes only.
 	deletes := func(yield func(arrow.RecordBatch, error) bool) {
-		for i, e := range files.removedData {
+		open := func(i int, e *scan.Entry) (iter.Seq2[scan.Batch, error], error) {
 			if oldOf[i].AndCardinality(copied) == oldOf[i].GetCardinality() {
-				continue // every row carried over
+				return nil, nil // every row carried over
 			}
 			_, seq, err := r.LiveLineage(ctx, e.File, removedLin[i], beforeDeletes(e), nil)
+			return seq, err
+		}
+		n := src.c.dataSch.NumFields()
+		for b, err := range liveBatches(files.removedData, open) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			n := src.c.dataSch.NumFields()
-			for b, err := range seq {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				ids := b.Rec.Column(n).(*array.Int64).Int64Values()
-				keep := make([]bool, len(ids))
-				for j := 0; j < len(ids); {
-					k := runEnd(ids, j)
-					switch c := countIn(copied, ids[j], ids[k-1]); c {
-					case uint64(k - j): // all copied
-					case 0:
-						for m := j; m < k; m++ {
-							keep[m] = true
-						}
-					default:
-						for m := j; m < k; m++ {
-							keep[m] = !copied.Contains(uint64(ids[m]))
-						}
+			ids := b.Rec.Column(n).(*array.Int64).Int64Values()
+			keep := make([]bool, len(ids))
+			for j := 0; j < len(ids); {
+				k := runEnd(ids, j)
+				switch c := countIn(copied, ids[j], ids[k-1]); c {
+				case uint64(k - j): // all copied
+				case 0:
+					for m := j; m < k; m++ {
+						keep[m] = true
 					}
-					j = k
+				default:
+					for m := j; m < k; m++ {
+						keep[m] = !copied.Contains(uint64(ids[m]))
+					}
 				}
-				data := rows.Project(b.Rec, src.c.dataSch, src.c.dataCols)
-				b.Release()
-				if !yieldSelected(ctx, data, keep, Delete, ordinal, s.SnapshotID, src.c.full, yield) {
-					return
-				}
+				j = k
+			}
+			data := rows.Project(b.Rec, src.c.dataSch, src.c.dataCols)
+			b.Release()
+			if !yieldSelected(ctx, data, keep, Delete, ordinal, s.SnapshotID, src.c.full, yield) {
+				return
 			}
 		}
 	}
 	inserts := func(yield func(arrow.RecordBatch, error) bool) {
-		for i, e := range files.addedData {
+		open := func(i int, e *scan.Entry) (iter.Seq2[scan.Batch, error], error) {
 			if changed[i].IsEmpty() {
-				continue
+				return nil, nil
 			}
 			_, seq, err := r.Live(ctx, e.File, afterDeletes(e), nil)
+			return seq, err
+		}
+		for b, err := range liveBatches(files.addedData, open) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for b, err := range seq {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				keep := make([]bool, len(b.Pos))
-				for j, p := range b.Pos {
-					keep[j] = changed[i].Contains(uint64(p))
-				}
-				data := b.Rec
-				if !yieldSelected(ctx, data, keep, Insert, ordinal, s.SnapshotID, src.c.full, yield) {
-					return
-				}
+			keep := make([]bool, len(b.Pos))
+			for j, p := range b.Pos {
+				keep[j] = changed[b.file].Contains(uint64(p))
+			}
+			if !yieldSelected(ctx, b.Rec, keep, Insert, ordinal, s.SnapshotID, src.c.full, yield) {
+				return
 			}
 		}
 	}

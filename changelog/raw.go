@@ -207,9 +207,11 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 	}
 	if len(files.addedData) > 0 && len(files.removedData) > 0 && !src.keepCarryovers {
 		// A rewrite: pair identical rows of the removed and added files as
-		// they are read (see pairer).
-		live := func(entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes, kind string) iter.Seq2[arrow.RecordBatch, error] {
-			return src.liveWithMeta(ctx, r, entries, deletes, kind, ordinal, s.SnapshotID)
+		// they are read (see pairer). The pairer sees data rows only; the
+		// metadata columns are added to the rows it emits, so the rows that
+		// cancel (almost all) never get them.
+		live := func(entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes) iter.Seq2[arrow.RecordBatch, error] {
+			return liveRows(ctx, r, entries, deletes)
 		}
 		parentState := func() (*scan.State, error) {
 			if before == nil && parent != nil {
@@ -227,8 +229,16 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		}
 		// Both sides are decoded in parallel (prefetch); the pairer still
 		// takes their batches in its fixed order.
-		p := newPairer(ctx, src.c.dataCols, pairWindow(src.c.opts.MemoryBudget), emit)
-		if err := p.run(prefetch(ctx, live(files.removedData, beforeDeletes, Delete)), prefetch(ctx, live(files.addedData, afterDeletes, Insert))); err != nil {
+		sideKind := [2]string{Delete, Insert}
+		p := newPairer(ctx, src.c.dataCols, pairWindow(src.c.opts.MemoryBudget), func(side int, rec arrow.RecordBatch) error {
+			out, err := withMeta(src.c.full, rec, sideKind[side], ordinal, s.SnapshotID)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			return emit(out)
+		})
+		if err := p.run(prefetch(ctx, live(files.removedData, beforeDeletes)), prefetch(ctx, live(files.addedData, afterDeletes))); err != nil {
 			return k, err
 		}
 	} else {
@@ -345,30 +355,51 @@ func pairWindow(budget int64) int64 {
 	return budget / 4
 }
 
-// liveWithMeta streams the live rows of the data files entries (with the
-// delete files deletes gives for each) as raw changes of kind: with the
-// metadata columns, in file order. The consumer takes each batch.
-func (src *source) liveWithMeta(ctx context.Context, r *scan.Reader, entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes,
-	kind string, ordinal int, snapshotID int64) iter.Seq2[arrow.RecordBatch, error] {
+// liveRows streams the live rows of the data files entries (with the
+// delete files deletes gives for each), data columns only, in file order.
+// The consumer takes each batch.
+func liveRows(ctx context.Context, r *scan.Reader, entries []*scan.Entry, deletes func(*scan.Entry) scan.Deletes) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		for _, e := range entries {
+		open := func(_ int, e *scan.Entry) (iter.Seq2[scan.Batch, error], error) {
 			_, seq, err := r.Live(ctx, e.File, deletes(e), nil)
-			if err != nil {
-				yield(nil, err)
+			return seq, err
+		}
+		for b, err := range liveBatches(entries, open) {
+			if !yield(b.Rec, err) || err != nil {
 				return
+			}
+		}
+	}
+}
+
+// fileBatch is a batch of the live rows of entries[file] (liveBatches).
+type fileBatch struct {
+	scan.Batch
+	file int
+}
+
+// liveBatches streams the batches of the data files entries, in file
+// order, each file read by open (typically scan.Reader.Live or
+// LiveLineage with the deletes that apply to it); open returns a nil
+// sequence to skip a file. The consumer takes each batch. The first error
+// ends the stream.
+func liveBatches(entries []*scan.Entry, open func(i int, e *scan.Entry) (iter.Seq2[scan.Batch, error], error)) iter.Seq2[fileBatch, error] {
+	return func(yield func(fileBatch, error) bool) {
+		for i, e := range entries {
+			seq, err := open(i, e)
+			if err != nil {
+				yield(fileBatch{}, err)
+				return
+			}
+			if seq == nil {
+				continue
 			}
 			for b, err := range seq {
 				if err != nil {
-					yield(nil, err)
+					yield(fileBatch{}, err)
 					return
 				}
-				out, err := withMeta(src.c.full, b.Rec, kind, ordinal, snapshotID)
-				b.Release()
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				if !yield(out, nil) {
+				if !yield(fileBatch{b, i}, nil) {
 					return
 				}
 			}

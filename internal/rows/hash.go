@@ -18,7 +18,14 @@ import (
 // hash is computed column by column, without encoding each row, and is
 // the same on every run (partitioning may rely on it).
 func HashKeys(rec arrow.RecordBatch, cols []int, out []uint64) []uint64 {
-	n := int(rec.NumRows())
+	return HashKeysRange(rec, cols, 0, int(rec.NumRows()), out)
+}
+
+// HashKeysRange is HashKeys of rows lo to hi-1 of rec: out[k] is the hash
+// of row lo+k, the same as HashKeys gives it. It lets a caller hash only
+// the few rows it needs to look up.
+func HashKeysRange(rec arrow.RecordBatch, cols []int, lo, hi int, out []uint64) []uint64 {
+	n := hi - lo
 	if cap(out) < n {
 		out = make([]uint64, n)
 	}
@@ -27,7 +34,7 @@ func HashKeys(rec arrow.RecordBatch, cols []int, out []uint64) []uint64 {
 		out[i] = hashSeed
 	}
 	for _, c := range cols {
-		hashColumn(out, rec.Column(c))
+		hashColumn(out, rec.Column(c), lo)
 	}
 	for i, h := range out {
 		out[i] = fmix64(h)
@@ -39,90 +46,91 @@ func HashKeys(rec arrow.RecordBatch, cols []int, out []uint64) []uint64 {
 // integer (of any width, or a date, time or timestamp) holding v.
 func HashInt(v int64) uint64 { return fmix64(mixValue(hashSeed, uint64(v))) }
 
-// hashColumn folds the values of arr into the running hashes out.
-func hashColumn(out []uint64, arr arrow.Array) {
+// hashColumn folds the values of arr from row off on into the running
+// hashes out.
+func hashColumn(out []uint64, arr arrow.Array, off int) {
 	switch a := arr.(type) {
 	case *array.Int64:
-		hashInts(out, a, a.Int64Values())
+		hashInts(out, a, a.Int64Values(), off)
 	case *array.Int32:
-		hashInts(out, a, a.Int32Values())
+		hashInts(out, a, a.Int32Values(), off)
 	case *array.Int16:
-		hashInts(out, a, a.Int16Values())
+		hashInts(out, a, a.Int16Values(), off)
 	case *array.Int8:
-		hashInts(out, a, a.Int8Values())
+		hashInts(out, a, a.Int8Values(), off)
 	case *array.Uint64:
-		hashInts(out, a, a.Uint64Values())
+		hashInts(out, a, a.Uint64Values(), off)
 	case *array.Uint32:
-		hashInts(out, a, a.Uint32Values())
+		hashInts(out, a, a.Uint32Values(), off)
 	case *array.Uint16:
-		hashInts(out, a, a.Uint16Values())
+		hashInts(out, a, a.Uint16Values(), off)
 	case *array.Uint8:
-		hashInts(out, a, a.Uint8Values())
+		hashInts(out, a, a.Uint8Values(), off)
 	case *array.Date32:
-		hashInts(out, a, a.Date32Values())
+		hashInts(out, a, a.Date32Values(), off)
 	case *array.Date64:
-		hashInts(out, a, a.Date64Values())
+		hashInts(out, a, a.Date64Values(), off)
 	case *array.Time32:
-		hashInts(out, a, a.Time32Values())
+		hashInts(out, a, a.Time32Values(), off)
 	case *array.Time64:
-		hashInts(out, a, a.Time64Values())
+		hashInts(out, a, a.Time64Values(), off)
 	case *array.Timestamp:
-		hashInts(out, a, a.TimestampValues())
+		hashInts(out, a, a.TimestampValues(), off)
 	case *array.Float64:
 		for i := range out {
-			if a.IsNull(i) {
+			if a.IsNull(off + i) {
 				out[i] = mixNull(out[i])
 			} else {
-				out[i] = mixValue(out[i], floatBits(a.Value(i)))
+				out[i] = mixValue(out[i], floatBits(a.Value(off+i)))
 			}
 		}
 	case *array.Float32:
 		for i := range out {
-			if a.IsNull(i) {
+			if a.IsNull(off + i) {
 				out[i] = mixNull(out[i])
 			} else {
-				out[i] = mixValue(out[i], floatBits(float64(a.Value(i))))
+				out[i] = mixValue(out[i], floatBits(float64(a.Value(off+i))))
 			}
 		}
 	case *array.String:
 		for i := range out {
-			if a.IsNull(i) {
+			if a.IsNull(off + i) {
 				out[i] = mixNull(out[i])
 			} else {
-				out[i] = mixValue(out[i], xxh3.HashString(a.Value(i)))
+				out[i] = mixValue(out[i], xxh3.HashString(a.Value(off+i)))
 			}
 		}
 	case *array.LargeString:
 		for i := range out {
-			if a.IsNull(i) {
+			if a.IsNull(off + i) {
 				out[i] = mixNull(out[i])
 			} else {
-				out[i] = mixValue(out[i], xxh3.HashString(a.Value(i)))
+				out[i] = mixValue(out[i], xxh3.HashString(a.Value(off+i)))
 			}
 		}
 	case *array.Binary:
-		hashBytes(out, a, a.Value)
+		hashBytes(out, a, a.Value, off)
 	case *array.LargeBinary:
-		hashBytes(out, a, a.Value)
+		hashBytes(out, a, a.Value, off)
 	case *array.FixedSizeBinary:
-		hashBytes(out, a, a.Value)
+		hashBytes(out, a, a.Value, off)
 	case array.ExtensionArray:
-		hashColumn(out, a.Storage())
+		hashColumn(out, a.Storage(), off)
 	case *array.Decimal128:
 		for i := range out {
-			if a.IsNull(i) {
+			if a.IsNull(off + i) {
 				out[i] = mixNull(out[i])
 			} else {
-				v := a.Value(i)
+				v := a.Value(off + i)
 				out[i] = mixValue(mixValue(out[i], uint64(v.HighBits())), v.LowBits())
 			}
 		}
 	case *array.Boolean:
 		for i := range out {
 			switch {
-			case a.IsNull(i):
+			case a.IsNull(off + i):
 				out[i] = mixNull(out[i])
-			case a.Value(i):
+			case a.Value(off + i):
 				out[i] = mixValue(out[i], 1)
 			default:
 				out[i] = mixValue(out[i], 0)
@@ -132,18 +140,18 @@ func hashColumn(out []uint64, arr arrow.Array) {
 		// Nested types hash their canonical encoding.
 		var buf []byte
 		for i := range out {
-			buf = AppendValue(buf[:0], arr, i)
+			buf = AppendValue(buf[:0], arr, off+i)
 			out[i] = mixValue(out[i], xxh3.Hash(buf))
 		}
 	}
 }
 
-func hashBytes(out []uint64, a arrow.Array, value func(int) []byte) {
+func hashBytes(out []uint64, a arrow.Array, value func(int) []byte, off int) {
 	for i := range out {
-		if a.IsNull(i) {
+		if a.IsNull(off + i) {
 			out[i] = mixNull(out[i])
 		} else {
-			out[i] = mixValue(out[i], xxh3.Hash(value(i)))
+			out[i] = mixValue(out[i], xxh3.Hash(value(off+i)))
 		}
 	}
 }
@@ -152,15 +160,16 @@ type integer interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
-func hashInts[T integer](out []uint64, a arrow.Array, vals []T) {
+func hashInts[T integer](out []uint64, a arrow.Array, vals []T, off int) {
+	vals = vals[off : off+len(out)]
 	if a.NullN() == 0 {
-		for i, v := range vals[:len(out)] {
+		for i, v := range vals {
 			out[i] = mixValue(out[i], uint64(v))
 		}
 		return
 	}
-	for i, v := range vals[:len(out)] {
-		if a.IsNull(i) {
+	for i, v := range vals {
+		if a.IsNull(off + i) {
 			out[i] = mixNull(out[i])
 		} else {
 			out[i] = mixValue(out[i], uint64(v))
