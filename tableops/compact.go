@@ -110,7 +110,9 @@ const (
 //     compaction off (an explicit full Compact still runs).
 //   - floe.compaction.delete-file-threshold (default 4): a data file with at
 //     least this many delete files applying to it is rewritten (Iceberg's
-//     delete-file-threshold).
+//     delete-file-threshold); when it is large (not small, below) and
+//     under the deleted ratio, its own position delete files are
+//     rewritten into one instead (see choose).
 //   - floe.compaction.deleted-ratio (default 0.2): a data file of which at
 //     least this fraction of rows is deleted (by its deletion vector and
 //     the position delete files naming it) is rewritten.
