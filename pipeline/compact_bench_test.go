@@ -27,9 +27,13 @@ func cpuTime() time.Duration {
 // output after FLOE_BENCH_BUILDS (default 100) small incremental builds
 // (each deletes one source row), with automatic compaction off and on, and
 // of the same output freshly compacted in full (docs/benchmarks.md,
-// section 13). The freshly compacted copy is the output of the run with
-// compaction off, compacted after that run's scans (built anew only when
-// that run is not selected), so the builds run twice, not three times.
+// section 13); on-large is auto compaction with every file counted as
+// large (floe.compaction.min-file-size-bytes 1), so that a file under the
+// deleted ratio has its position delete files merged instead of being
+// rewritten. The freshly compacted copy is the output of the first of
+// the off and on runs selected, compacted in full after that run's scans
+// (built with compaction off when neither is selected): the builds run
+// once less, and -bench 'compaction=(on|fresh)$' runs them once.
 // Besides the scan it reports the CPU time of a scan (cpu-ms/op), the wall
 // and CPU time of the builds (build-s, build-cpu-s) and the data and
 // delete files left.
@@ -42,7 +46,7 @@ func BenchmarkMergeOnReadScan(b *testing.B) {
 		e                *tabletest.Env
 		buildS, buildCPU float64
 	}
-	build := func(b *testing.B, envTB testing.TB, enabled bool) output {
+	build := func(b *testing.B, envTB testing.TB, enabled, large bool) output {
 		e := tabletest.New(envTB)
 		if _, err := e.Create("src", "id long not null, amount long", "", []string{"id"}, nil); err != nil {
 			b.Fatal(err)
@@ -54,6 +58,12 @@ func BenchmarkMergeOnReadScan(b *testing.B) {
 		if _, err := tableops.Append(e.Ctx, e.Target("src", ""), tabletest.Seq(tabletest.ArrowSchema(e.Load("src")), data)); err != nil {
 			b.Fatal(err)
 		}
+		extra := ""
+		if large {
+			// Every data file counts as large: the deletes of a file under
+			// the deleted ratio are merged, not the file rewritten.
+			extra = `, floe.compaction.min-file-size-bytes: "1"`
+		}
 		f, err := pipeline.Parse("bench.yaml", []byte(fmt.Sprintf(`
 transforms:
   - name: copy
@@ -61,8 +71,8 @@ transforms:
     source: ns.src
     destination: ns.copy
     key: [id]
-    properties: {write.delete.mode: merge-on-read, write.update.mode: merge-on-read, write.merge.mode: merge-on-read, floe.compaction.enabled: "%v"}
-`, enabled)))
+    properties: {write.delete.mode: merge-on-read, write.update.mode: merge-on-read, write.merge.mode: merge-on-read, floe.compaction.enabled: "%v"%s}
+`, enabled, extra)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,19 +95,21 @@ transforms:
 		}
 		return output{e: e, buildS: time.Since(start).Seconds(), buildCPU: (cpuTime() - cpu0).Seconds()}
 	}
-	var off *output
-	for _, mode := range []string{"off", "on", "fresh"} {
+	var kept *output
+	for _, mode := range []string{"off", "on", "fresh", "on-large"} {
 		b.Run("compaction="+mode, func(sb *testing.B) {
 			var o output
 			switch {
-			case mode == "on":
-				o = build(sb, sb, true)
-			case off == nil:
+			case mode == "on-large":
+				o = build(sb, sb, true, true)
+			case mode != "fresh" || kept == nil:
 				// Kept for the fresh run: its files live as long as b.
-				o = build(sb, b, false)
-				off = &o
+				o = build(sb, b, mode == "on", false)
+				if kept == nil {
+					kept = &o
+				}
 			default:
-				o = *off
+				o = *kept
 			}
 			e := o.e
 			if mode == "fresh" {
