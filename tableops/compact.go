@@ -110,7 +110,9 @@ const (
 //     compaction off (an explicit full Compact still runs).
 //   - floe.compaction.delete-file-threshold (default 4): a data file with at
 //     least this many delete files applying to it is rewritten (Iceberg's
-//     delete-file-threshold).
+//     delete-file-threshold); when it is large (not small, below) and
+//     under the deleted ratio, its own position delete files are
+//     rewritten into one instead (see choose).
 //   - floe.compaction.deleted-ratio (default 0.2): a data file of which at
 //     least this fraction of rows is deleted (by its deletion vector and
 //     the position delete files naming it) is rewritten.
@@ -226,12 +228,81 @@ func partitionKey(e *scan.Entry) string {
 	return fmt.Sprintf("%d/%v", e.File.SpecID(), e.File.Partition())
 }
 
+// fileDeletes is what the choice of a data file's compaction depends on
+// (see CompactionPolicy.choose).
+type fileDeletes struct {
+	Rows    int64 // rows of the data file
+	Deleted int64 // rows its deletion vector and own position delete files remove
+	Size    int64 // file size in bytes
+	Pos     int   // position delete files applying to it
+	OwnPos  int   // of them, those holding positions of this file only
+	DV      bool  // a deletion vector applies
+	Eq      int   // equality delete files applying
+	V3      bool  // the table is format version 3 or later
+}
+
+// fileChoice is what compaction does to one data file.
+type fileChoice int
+
+const (
+	keepFile          fileChoice = iota // leave it (it may still be bin-packed as a small file)
+	rewriteData                         // rewrite it with its deletes applied
+	rewritePosDeletes                   // merge its own position delete files into one
+)
+
+func (c fileChoice) String() string {
+	return [...]string{"keep", "rewrite-data", "rewrite-position-deletes"}[c]
+}
+
+// choose says what compaction does to a data file: a file at least
+// DeletedRatio deleted is rewritten; a file with DeleteFileThreshold or
+// more delete files is rewritten too, unless it is large (not a small-file
+// candidate) and merging its own position delete files into one brings it
+// under the threshold, as Iceberg's rewrite_position_delete_files does:
+// that reads and writes only the deletes, not the mostly live rows. The
+// merge is not done on v3 tables (their position deletes are one deletion
+// vector per file already, and new v2 position delete files are not
+// allowed there), nor when equality deletes or a deletion vector apply
+// (an equality delete is applied only by reading the rows, so such a file
+// is rewritten), nor when fewer than two own position delete files exist.
+func (p CompactionPolicy) choose(f fileDeletes) fileChoice {
+	nd := f.Pos + f.Eq
+	if f.DV {
+		nd++
+	}
+	if nd == 0 {
+		return keepFile
+	}
+	if f.Rows > 0 && float64(f.Deleted)/float64(f.Rows) >= p.DeletedRatio {
+		return rewriteData
+	}
+	if nd < p.DeleteFileThreshold {
+		return keepFile
+	}
+	if !f.V3 && !f.DV && f.Eq == 0 && f.Size >= p.MinFileSizeBytes && f.OwnPos >= 2 && nd-f.OwnPos+1 < p.DeleteFileThreshold {
+		return rewritePosDeletes
+	}
+	return rewriteData
+}
+
+// ownPositionDeletes lists the position delete files of d that hold
+// positions of e only (the ones a merge replaces).
+func ownPositionDeletes(e *scan.Entry, d scan.Deletes) []iceberg.DataFile {
+	var out []iceberg.DataFile
+	for _, f := range d.Pos {
+		if namesOnly(f, e.Path()) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // selectFiles picks the data files of st that p says to rewrite: of the
 // files in only (all when nil), those over the delete thresholds; and the
 // small files of every partition holding one of them, when there are
-// enough to bin-pack.
-func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool) []*scan.Entry {
-	var out []*scan.Entry
+// enough to bin-pack. merge lists the files whose own position delete
+// files are merged into one instead (see choose).
+func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool, v3 bool) (out, merge []*scan.Entry) {
 	small := map[string][]*scan.Entry{}
 	var order []string
 	parts := map[string]bool{}
@@ -255,13 +326,13 @@ func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool) []*s
 			continue
 		}
 		d := st.DeletesFor(e)
-		nd := len(d.Pos) + len(d.Eq)
-		if d.DV != nil {
-			nd++
-		}
-		rows := e.File.Count()
-		if nd > 0 && (nd >= p.DeleteFileThreshold || (rows > 0 && float64(deletedRows(e, d))/float64(rows) >= p.DeletedRatio)) {
+		switch p.choose(fileDeletes{Rows: e.File.Count(), Deleted: deletedRows(e, d), Size: e.File.FileSizeBytes(),
+			Pos: len(d.Pos), OwnPos: len(ownPositionDeletes(e, d)), DV: d.DV != nil, Eq: len(d.Eq), V3: v3}) {
+		case rewriteData:
 			out = append(out, e)
+			continue
+		case rewritePosDeletes:
+			merge = append(merge, e)
 			continue
 		}
 		if e.File.FileSizeBytes() < p.MinFileSizeBytes {
@@ -277,7 +348,7 @@ func (p CompactionPolicy) selectFiles(st *scan.State, only map[string]bool) []*s
 			out = append(out, files...)
 		}
 	}
-	return out
+	return out, merge
 }
 
 // tiered drops from a partition's small files the largest while it is
@@ -364,6 +435,7 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	}
 	files := st.Data
 	dropDeletes := st.Deletes
+	var merge []*scan.Entry
 	if opts.Auto || opts.Files != nil || opts.Snapshot != 0 {
 		var only map[string]bool
 		if opts.Files != nil || opts.Snapshot != 0 {
@@ -378,7 +450,7 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 			}
 		}
 		if opts.Auto {
-			files = pol.selectFiles(st, only)
+			files, merge = pol.selectFiles(st, only, tbl.Metadata().Version() >= 3)
 		} else {
 			files = nil
 			for _, e := range st.Data {
@@ -389,7 +461,7 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 		}
 		dropDeletes = droppable(st, files)
 	}
-	if len(files) == 0 {
+	if len(files) == 0 && len(merge) == 0 {
 		return res, nil
 	}
 	reader, err := scan.NewReader(ctx, tbl, nil)
@@ -397,6 +469,10 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 		return nil, err
 	}
 	schema, _, err := reader.ArrowSchema(nil)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := mergePositionDeletes(ctx, tbl, st, reader, merge, reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -420,12 +496,15 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 			}
 		}
 	}
-	added, err := write.WriteData(ctx, tbl, schema, stream)
-	for _, df := range added {
-		reuse.Own(df.FilePath())
-	}
-	if err != nil {
-		return nil, err
+	var added []iceberg.DataFile
+	if len(files) > 0 {
+		added, err = write.WriteData(ctx, tbl, schema, stream)
+		for _, df := range added {
+			reuse.Own(df.FilePath())
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if compactHook != nil {
 		compactHook()
@@ -442,25 +521,128 @@ func compactOnce(ctx context.Context, tbl *table.Table, branch string, reuse *wr
 	for _, e := range dropDeletes {
 		res.RemoveDeletes = append(res.RemoveDeletes, e.File)
 	}
+	var mergedFrom int
+	for _, m := range merged {
+		res.RemoveDeletes = append(res.RemoveDeletes, m.from...)
+		mergedFrom += len(m.from)
+		if m.to != nil {
+			res.AddDeletes = append(res.AddDeletes, m.to)
+		}
+	}
+	// The summary says what the compaction did, beside Iceberg's file
+	// counts (which do not tell a merge of delete files from a rewrite).
+	res.Summary = iceberg.Properties{
+		"floe.compaction.rewritten-data-files":            strconv.Itoa(len(files)),
+		"floe.compaction.removed-delete-files":            strconv.Itoa(len(dropDeletes)),
+		"floe.compaction.delete-rewritten-data-files":     strconv.Itoa(len(merged)),
+		"floe.compaction.rewritten-position-delete-files": strconv.Itoa(mergedFrom),
+		"floe.compaction.added-position-delete-files":     strconv.Itoa(len(res.AddDeletes)),
+	}
 	res.Stager = func(ctx context.Context, tx *table.Transaction, snapshotProps iceberg.Properties) error {
 		rw := tx.NewRewrite(snapshotProps)
 		for _, e := range files {
 			rw.DeleteFile(e.File)
 		}
-		for _, e := range dropDeletes {
-			rw.DeleteFile(e.File)
+		if len(res.AddDeletes) == 0 {
+			for _, e := range dropDeletes {
+				rw.DeleteFile(e.File)
+			}
+		} else {
+			// NB: iceberg-go counts every delete file removed through
+			// DeleteFile as a source of the delete files added (their
+			// sequence numbers, one content type), so the files dropped
+			// because no kept data file needs them (equality deletes among
+			// them) go as the automatic removals of a rewrite group.
+			var g table.CompactionGroupResult
+			for _, e := range dropDeletes {
+				if table.IsDeletionVector(e.File) {
+					g.SafeDeletionVectors = append(g.SafeDeletionVectors, e.File)
+				} else {
+					g.SafePosDeletes = append(g.SafePosDeletes, e.File)
+				}
+			}
+			rw.ApplyResult(g)
+		}
+		for _, m := range merged {
+			for _, f := range m.from {
+				rw.DeleteFile(f)
+			}
+			if m.to != nil {
+				// The merged file carries the newest sequence number of
+				// the files it replaces: it still applies to its data file
+				// (whose sequence number is at most theirs) and to no newer
+				// one.
+				rw.AddDeleteFileWithDataSequenceNumber(m.to, m.seq)
+			}
 		}
 		for _, df := range res.AddData {
 			rw.AddDataFile(df)
 		}
-		// The compacted rows keep the newest data sequence number of the
-		// rows they came from, so that no equality delete committed
-		// concurrently with an older sequence number could apply to them
-		// by mistake.
-		rw.DataSequenceNumber(maxSeq)
+		if len(res.AddData) > 0 {
+			// The compacted rows keep the newest data sequence number of
+			// the rows they came from, so that no equality delete
+			// committed concurrently with an older sequence number could
+			// apply to them by mistake.
+			rw.DataSequenceNumber(maxSeq)
+		}
 		return rw.Commit(ctx)
 	}
 	return res, nil
+}
+
+// mergedDeletes is the merge of one data file's own position delete files
+// (from) into one (to; nil when they hold no position of it), with the
+// data sequence number to give it.
+type mergedDeletes struct {
+	data iceberg.DataFile
+	from []iceberg.DataFile
+	to   iceberg.DataFile
+	seq  int64
+}
+
+// mergePositionDeletes writes, for each data file of merge, one position
+// delete file with the union of the positions of its own position delete
+// files (a position deleted twice is kept once; positions past the end of
+// the file name no row and are dropped).
+func mergePositionDeletes(ctx context.Context, tbl *table.Table, st *scan.State, reader *scan.Reader, merge []*scan.Entry, reuse *write.Reuse) ([]mergedDeletes, error) {
+	if len(merge) == 0 {
+		return nil, nil
+	}
+	seqOf := map[string]int64{}
+	for _, d := range st.Deletes {
+		seqOf[d.Path()] = d.DataSeq
+	}
+	var out []mergedDeletes
+	for _, e := range merge {
+		own := ownPositionDeletes(e, st.DeletesFor(e))
+		m := mergedDeletes{data: e.File, from: own}
+		for _, f := range own {
+			m.seq = max(m.seq, seqOf[f.FilePath()])
+		}
+		ds, err := reader.LoadDeletes(ctx, e.File, scan.Deletes{Pos: own})
+		if err != nil {
+			return nil, err
+		}
+		var positions []int64
+		if ds.Positions != nil {
+			it := ds.Positions.Iterator()
+			for it.HasNext() {
+				if p := int64(it.Next()); p < e.File.Count() {
+					positions = append(positions, p)
+				}
+			}
+		}
+		if len(positions) > 0 {
+			f, err := write.WritePositionDeletes(ctx, tbl, e.File, positions)
+			if err != nil {
+				return nil, err
+			}
+			reuse.Own(f.FilePath())
+			m.to = f
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // droppable lists the delete files that apply to no data file once files

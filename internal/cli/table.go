@@ -748,8 +748,9 @@ func tableCompact(a *app) *cobra.Command {
 		Short: "Rewrite the data files with their deletes applied, in one replace snapshot",
 		Long: `Rewrite the data files with their deletes applied, in one replace snapshot
 (changelogs and incremental readers see no change). With --auto only the
-files the table's floe.compaction.* thresholds select are rewritten (see
-docs/pipelines.md, "Compaction").`,
+files the table's floe.compaction.* thresholds select are rewritten, and a
+large file with few rows deleted keeps its data file and has its position
+delete files rewritten into one (see docs/pipelines.md, "Compaction").`,
 		Example: "  floe table compact shop.orders\n  floe table compact --auto shop.orders",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -15,6 +15,8 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/floedata/floe/internal/scan"
 )
 
 // Field IDs of the position delete file columns, reserved by the spec.
@@ -145,4 +147,23 @@ func fileSize(fs iceio.IO, path string) (int64, error) {
 		return 0, fmt.Errorf("stat %s: %w", path, err)
 	}
 	return st.Size(), nil
+}
+
+// WritePositionDeletes writes one file-scoped v2 position delete file
+// holding positions of data file df (sorted and deduplicated here), for
+// compaction's rewrite of a file's position delete files into one. It
+// returns the file's metadata; the caller commits it (or removes it).
+func WritePositionDeletes(ctx context.Context, tbl *table.Table, df iceberg.DataFile, positions []int64) (iceberg.DataFile, error) {
+	if len(positions) == 0 {
+		return nil, fmt.Errorf("position delete file for %s: no positions", df.FilePath())
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wfs, ok := fsys.(iceio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("table %s: its file system is read-only", scan.FormatIdent(tbl.Identifier()))
+	}
+	return writePositionDeletes(ctx, tbl, wfs, df, positions)
 }
