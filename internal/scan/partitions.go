@@ -237,7 +237,8 @@ func LoadStateIn(ctx context.Context, fs iceio.IO, meta table.Metadata, snap *ta
 	return loadState(ctx, fs, meta, snap, func(m iceberg.ManifestFile) bool { return parts.mayHold(meta, m) })
 }
 
-// loadState reads the manifests of snap that keep returns true for.
+// loadState reads the manifests of snap that keep returns true for,
+// through the ManifestCache of ctx if it has one (WithManifestCache).
 func loadState(ctx context.Context, fs iceio.IO, meta table.Metadata, snap *table.Snapshot, keep func(iceberg.ManifestFile) bool) (*State, error) {
 	st := newState(meta, snap)
 	if snap == nil {
@@ -247,6 +248,7 @@ func loadState(ctx context.Context, fs iceio.IO, meta table.Metadata, snap *tabl
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %d: read manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
+	cache := manifestCacheOf(ctx) // nil: none
 	for _, m := range manifests {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -254,11 +256,12 @@ func loadState(ctx context.Context, fs iceio.IO, meta table.Metadata, snap *tabl
 		if keep != nil && !keep(m) {
 			continue
 		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("snapshot %d: read manifest %s: %w", snap.SnapshotID, m.FilePath(), err)
-			}
-			st.add(&Entry{File: e.DataFile(), DataSeq: e.SequenceNum(), SnapshotID: e.SnapshotID()})
+		es, err := cache.entriesOf(ctx, fs, m)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, e := range es {
+			st.add(e)
 		}
 	}
 	return st, nil

@@ -105,9 +105,16 @@ type Task struct {
 
 // Plan lists the data files of snap that may hold rows matching filter,
 // with all their delete files: one task per data file, however large.
+// With a ManifestCache in ctx (a transform build), it plans from the
+// cached manifests (see planCached).
 func Plan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, filter iceberg.BooleanExpression) ([]Task, error) {
 	if snap == nil {
 		return nil, nil
+	}
+	if manifestCacheOf(ctx) != nil {
+		if tasks, ok, err := planCached(ctx, tbl, snap, filter); ok || err != nil {
+			return tasks, err
+		}
 	}
 	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID)}
 	if filter != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/floedata/floe/catalog"
 	"github.com/floedata/floe/internal/rowfile"
+	"github.com/floedata/floe/internal/scan"
 	"github.com/floedata/floe/internal/state"
 	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/tableops"
@@ -90,6 +91,10 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 		log = slog.Default()
 	}
 	log = log.With("transform", t.Name)
+	// NB: manifests are immutable: the steps of one build (the net
+	// changes of each input load the states before and after every
+	// change, nearly the same manifests) decode each one once.
+	ctx = scan.WithManifestCache(ctx, scan.NewManifestCache(0))
 	b := &build{ctx: ctx, r: r, t: t, log: log, inputs: map[string]*Input{}, outputs: map[string]*Output{}}
 	res := &Result{Transform: t.Name, Started: time.Now()}
 	b.next = state.Build{Transform: t.Name, SemanticVersion: t.SemanticVersion}

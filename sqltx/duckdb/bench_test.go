@@ -209,8 +209,8 @@ func genRows(sch *arrow.Schema, lo, hi int) iter.Seq2[arrow.RecordBatch, error] 
 
 // BenchmarkGroupBy compares incremental builds of a GROUP BY query
 // (count, sum, min, max by cat; groups of 100 rows, each group's rows
-// contiguous in id) after an update of 10 groups' rows and of 100
-// groups' rows (one contiguous id range each) with a full rebuild, in one
+// contiguous in id) after an update of 10, 100 and 1,000 groups'
+// rows (one contiguous id range each) with a full rebuild, in one
 // run, for each size of benchSizes (merge-on-read source in files of
 // rowsPerFile rows). The incremental build reads the touched groups'
 // rows only (cat IN (...) on the scan prunes the files by their
@@ -273,7 +273,7 @@ func benchGroupBy(b *testing.B, n int) {
 		name   string
 		full   bool
 		groups int
-	}{{"incremental", false, 10}, {"incremental", false, 100}, {"full", true, 10}} {
+	}{{"incremental", false, 10}, {"incremental", false, 100}, {"incremental", false, 1000}, {"full", true, 10}} {
 		b.Run(fmt.Sprintf("%s/groups=%d/touched-groups=%d", mode.name, n/perGroup, mode.groups), func(b *testing.B) {
 			benchBuilds(b, e, tr, mode.full, func() { update(mode.groups * perGroup) })
 		})
