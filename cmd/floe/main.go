@@ -21,6 +21,7 @@ import (
 	"os"
 
 	"github.com/floedata/floe/internal/cli"
+	"github.com/floedata/floe/internal/lazysubstrait"
 	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/sparkpush"
 	// The SQL engine (DuckDB, cgo): only the binary links it.
@@ -31,5 +32,9 @@ func main() {
 	// The command line pushes builds down to Spark (--engine spark|auto);
 	// programs built on floe's Go API opt in the same way.
 	pushdown.Open = sparkpush.Open
+	// Substrait's extension collection, which iceberg-go uses to evaluate
+	// filters, is loaded before the first command that reads a table, not
+	// at start (floe version, help and completion never load it).
+	cli.BeforeTables = lazysubstrait.Load
 	os.Exit(cli.Main())
 }
