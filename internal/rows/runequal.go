@@ -53,50 +53,15 @@ func (c *RunComparer) Equal(a arrow.RecordBatch, i int, b arrow.RecordBatch, j i
 func comparatorFor(t arrow.DataType) runEqual {
 	switch t.ID() {
 	case arrow.INT64:
-		return func(x arrow.Array, i int, y arrow.Array, j, n int) int {
-			xa, ok1 := x.(*array.Int64)
-			ya, ok2 := y.(*array.Int64)
-			if !ok1 || !ok2 {
-				return runGeneric(x, i, y, j, n)
-			}
-			return runValues(x, y, xa.Int64Values(), ya.Int64Values(), i, j, n)
-		}
+		return fixedWidth((*array.Int64).Int64Values)
 	case arrow.INT32:
-		return func(x arrow.Array, i int, y arrow.Array, j, n int) int {
-			xa, ok1 := x.(*array.Int32)
-			ya, ok2 := y.(*array.Int32)
-			if !ok1 || !ok2 {
-				return runGeneric(x, i, y, j, n)
-			}
-			return runValues(x, y, xa.Int32Values(), ya.Int32Values(), i, j, n)
-		}
+		return fixedWidth((*array.Int32).Int32Values)
 	case arrow.TIMESTAMP:
-		return func(x arrow.Array, i int, y arrow.Array, j, n int) int {
-			xa, ok1 := x.(*array.Timestamp)
-			ya, ok2 := y.(*array.Timestamp)
-			if !ok1 || !ok2 {
-				return runGeneric(x, i, y, j, n)
-			}
-			return runValues(x, y, xa.TimestampValues(), ya.TimestampValues(), i, j, n)
-		}
+		return fixedWidth((*array.Timestamp).TimestampValues)
 	case arrow.DATE32:
-		return func(x arrow.Array, i int, y arrow.Array, j, n int) int {
-			xa, ok1 := x.(*array.Date32)
-			ya, ok2 := y.(*array.Date32)
-			if !ok1 || !ok2 {
-				return runGeneric(x, i, y, j, n)
-			}
-			return runValues(x, y, xa.Date32Values(), ya.Date32Values(), i, j, n)
-		}
+		return fixedWidth((*array.Date32).Date32Values)
 	case arrow.DECIMAL128:
-		return func(x arrow.Array, i int, y arrow.Array, j, n int) int {
-			xa, ok1 := x.(*array.Decimal128)
-			ya, ok2 := y.(*array.Decimal128)
-			if !ok1 || !ok2 {
-				return runGeneric(x, i, y, j, n)
-			}
-			return runValues(x, y, xa.Values(), ya.Values(), i, j, n)
-		}
+		return fixedWidth((*array.Decimal128).Values)
 	case arrow.FLOAT64:
 		return runFloat64
 	case arrow.STRING:
@@ -105,6 +70,19 @@ func comparatorFor(t arrow.DataType) runEqual {
 		return runBool
 	}
 	return runGeneric
+}
+
+// fixedWidth compares arrays of type A by their fixed-width values (an
+// array of another type as KeysEqual does).
+func fixedWidth[A arrow.Array, T comparable](values func(A) []T) runEqual {
+	return func(x arrow.Array, i int, y arrow.Array, j, n int) int {
+		xa, ok1 := x.(A)
+		ya, ok2 := y.(A)
+		if !ok1 || !ok2 {
+			return runGeneric(x, i, y, j, n)
+		}
+		return runValues(x, y, values(xa), values(ya), i, j, n)
+	}
 }
 
 // runValues compares fixed-width values; the values of NULL slots are
