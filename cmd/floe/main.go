@@ -21,7 +21,10 @@ import (
 	"os"
 
 	"github.com/floedata/floe/internal/cli"
-	"github.com/floedata/floe/internal/lazysubstrait"
+	// Substrait's default extension collection is never loaded: iceberg-go
+	// uses it only to evaluate a row filter that it is given, and floe
+	// gives it none (see package lazysubstrait).
+	_ "github.com/floedata/floe/internal/lazysubstrait"
 	"github.com/floedata/floe/pushdown"
 	"github.com/floedata/floe/sparkpush"
 	// The SQL engine (DuckDB, cgo): only the binary links it.
@@ -32,9 +35,5 @@ func main() {
 	// The command line pushes builds down to Spark (--engine spark|auto);
 	// programs built on floe's Go API opt in the same way.
 	pushdown.Open = sparkpush.Open
-	// Substrait's extension collection, which iceberg-go uses to evaluate
-	// filters, is loaded before the first command that reads a table, not
-	// at start (floe version, help and completion never load it).
-	cli.BeforeTables = lazysubstrait.Load
 	os.Exit(cli.Main())
 }

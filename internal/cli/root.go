@@ -147,39 +147,12 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only results, no progress or messages")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if BeforeTables != nil && readsTables(cmd) {
-			if err := BeforeTables(); err != nil {
-				return err
-			}
-		}
 		a.create = createsCatalog(cmd)
 		a.formatSet = cmd.Flags().Changed("format")
 		a.warnAliases(cmd)
 		_, err := a.outputFormat() // a bad --format is a usage error before anything runs
 		return err
 	}
-}
-
-// BeforeTables, when set, runs before every command that may read or
-// write a table (all but version, help and completion): the floe binary
-// loads there what it deferred from its start (package lazysubstrait), so
-// that those three start without it.
-var BeforeTables func() error
-
-// readsTables reports whether cmd may read or write a table: every
-// command but floe version, floe help and floe completion (and its
-// subcommands).
-func readsTables(cmd *cobra.Command) bool {
-	for c := cmd; c.Parent() != nil; c = c.Parent() {
-		if c.Parent().Parent() != nil {
-			continue
-		}
-		switch c.Name() {
-		case "version", "help", "completion":
-			return false
-		}
-	}
-	return true
 }
 
 // extraCommands are registered by other files of this package as they grow.

@@ -1,7 +1,7 @@
-// Package lazysubstrait defers the loading of Substrait's default
-// extension collection from package initialisation to the first command
-// that may need it. Only the floe binary imports it (cmd/floe); a program
-// built on floe's Go API keeps iceberg-go's eager load.
+// Package lazysubstrait keeps the floe binary from loading Substrait's
+// default extension collection at package initialisation. Only the floe
+// binary imports it (cmd/floe); a program built on floe's Go API keeps
+// iceberg-go's eager load.
 //
 // Why: iceberg-go v0.7's table/substrait package initialises a package
 // variable with substrait-go's default collection, which parses every YAML
@@ -19,10 +19,21 @@
 // behind GetDefaultCollection (linked by name) with one that returns an
 // empty collection, which iceberg-go's init then extends with its own
 // function set as before. Load adds the default extension files to that
-// same collection, once; the CLI calls it before every command but the
-// ones that read no table (version, help, completion). The pinned
-// substrait-go version is what this is written against: TestLoadMatchesEager
-// fails if the collection it builds differs from the eager one.
+// same collection, once.
+//
+// The binary never calls Load: iceberg-go looks functions up in the
+// collection only to convert a row filter it is given into an Arrow
+// compute expression (a scan's residual filter, Transaction.Delete and
+// Overwrite with a filter), and floe gives it none: its reads hand
+// iceberg-go one file with no filter (package scan), its filters are its
+// own (package expr), its deletes and rewrites its own (package tableops).
+// Without Load such a conversion fails with an error naming the missing
+// function, not a wrong answer (TestLoadMatchesEager); a floe path that
+// ever hands iceberg-go a filter must call Load first. Every command of
+// the binary runs in cmd/floe's end-to-end tests with the collection
+// deferred. The pinned substrait-go version is what this is written
+// against: TestLoadMatchesEager fails if the collection Load builds
+// differs from the eager one.
 package lazysubstrait
 
 import (
