@@ -268,6 +268,7 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 		}
 	}()
 	var found *tableMatch
+	var eq eqDeletes
 	written := false
 	out, err := commit.Run(ctx, cat, ident, commit.Options{
 		Branch:             o.Branch,
@@ -294,13 +295,16 @@ func Apply(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, sr
 				own()
 				return nil, err
 			}
-			if o.DeleteMode == DeleteEquality && acts.count() > 0 {
-				deleteFiles, err = cs.equalityDeletes(ctx, tbl, acts)
-				reuse.Own(paths(deleteFiles)...)
-				if err != nil {
-					own()
-					return nil, err
-				}
+		}
+		// Equality deletes are written at the first attempt; a later one
+		// adds those of data files committed since (see equalityDeletes).
+		if o.DeleteMode == DeleteEquality && acts.count() > 0 {
+			files, err := cs.equalityDeletes(ctx, tbl, o.Branch, acts, &eq)
+			reuse.Own(paths(files)...)
+			deleteFiles = eq.files
+			if err != nil {
+				own()
+				return nil, err
 			}
 		}
 		req := write.Request{Table: tbl, Branch: o.Branch, Mode: mode, InsertFiles: insertFiles, DeleteFiles: deleteFiles, Reuse: reuse}
