@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,7 +79,9 @@ func cpuTime(b *testing.B) time.Duration {
 // benchBuilds runs b.N builds of tr (full ones when full), each after
 // update (not timed), and reports the CPU seconds a build used (cpu-s/op)
 // beside the wall time: the machine is shared, and CPU time is what the
-// load changes least.
+// load changes least. Each build runs under the pprof label build=<the
+// benchmark's name>, so that a -cpuprofile of the run can be cut to the
+// timed builds (go tool pprof -tagfocus build=incremental).
 func benchBuilds(b *testing.B, e *env, tr *transform.Transform, full bool, update func()) {
 	r := &transform.Runner{Catalog: e.Cat, Full: full, Logger: quiet}
 	var cpu time.Duration
@@ -87,7 +90,9 @@ func benchBuilds(b *testing.B, e *env, tr *transform.Transform, full bool, updat
 		update()
 		b.StartTimer()
 		c0 := cpuTime(b)
-		res, err := r.Build(e.Ctx, tr)
+		var res *transform.Result
+		var err error
+		pprof.Do(e.Ctx, pprof.Labels("build", b.Name()), func(ctx context.Context) { res, err = r.Build(ctx, tr) })
 		cpu += cpuTime(b) - c0
 		if err != nil {
 			b.Fatal(err)
