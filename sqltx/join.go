@@ -383,13 +383,16 @@ func (r *run) maintainJoin() error {
 	// LEFT-joined and changed (its rows NULL-extend others); else only
 	// the rows of the keys to recompute are read, after those are known.
 	//
-	// A table that holds the key and that the changed tables join by a
-	// plain column equality (fact.dim_id = dim.id) is read, for the keys
-	// to recompute, through a filter on that column (the changed rows'
-	// values; files pruned by their statistics) instead of whole: a row
-	// of the delta query holds a changed row, so its row of the table
-	// has the changed row's value; after the keys are known it is read
-	// by key as below.
+	// A table that the changed tables join by a plain column equality
+	// (fact.dim_id = dim.id, the key's table or a dimension) is read, for
+	// the keys to recompute, through a filter on that column (the changed
+	// rows' values; files pruned by their statistics) instead of whole: a
+	// row of the delta query holds a changed row, so its row of the table
+	// has the changed row's value (see joinPredicate); after the keys are
+	// known it is read again, by key or by the key's rows' join values
+	// (see recomputePredicate). A LEFT-joined table that changed stays
+	// whole: the second delta query reads its rows that match any row of
+	// the left side, not only rows of the changed ones.
 	whole := make([]bool, len(jp.tables))
 	for i, t := range jp.tables {
 		for j := range jp.tables {
@@ -404,7 +407,7 @@ func (r *run) maintainJoin() error {
 			continue
 		}
 		var pred *string
-		if !(changed[i] && t.left) && r.ownsKey(i) {
+		if !(changed[i] && t.left) {
 			var err error
 			if pred, err = r.joinPredicate(i, changed); err != nil {
 				return err
@@ -471,13 +474,30 @@ func (r *run) maintainJoin() error {
 	if err := r.materialize("__floe_keys", strings.Join(parts, "\nUNION\n")); err != nil {
 		return err
 	}
+	// The recompute reads the tables not read whole: the key's table
+	// first (by key), then the others by its rows' join values.
+	owner := r.keyOwner()
+	order := make([]int, 0, len(jp.tables))
+	if owner >= 0 {
+		order = append(order, owner)
+	}
 	for i := range jp.tables {
+		if i != owner {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
 		if whole[i] {
 			continue
 		}
 		pred, err := r.keyPredicate(i)
 		if err != nil {
 			return err
+		}
+		if pred == nil && owner >= 0 && i != owner {
+			if pred, err = r.recomputePredicate(i, owner); err != nil {
+				return err
+			}
 		}
 		if err := r.bindState(i, pred, colsOf[i], changed[i]); err != nil {
 			return err
@@ -599,11 +619,80 @@ func (r *run) ownsKey(i int) bool {
 	return strings.EqualFold(ref[0], r.plan.join.tables[i].alias) && plainIdent(ref[1])
 }
 
+// keyOwner is the table whose column the key is (-1 when the key is not
+// one plain column of one table).
+func (r *run) keyOwner() int {
+	for i := range r.plan.join.tables {
+		if r.ownsKey(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// equality returns the columns (of i, of j) of a conjunct i.x = j.y of
+// the ON condition of whichever of the two tables comes later in FROM
+// order ("" when there is none).
+func (jp *joinPlan) equality(i, j int) (mine, theirs string) {
+	ti, tj := jp.tables[i], jp.tables[j]
+	later := tj
+	if i > j {
+		later = ti
+	}
+	for _, eq := range later.eqs {
+		for s := range 2 {
+			a, b := eq[s], eq[1-s]
+			if strings.EqualFold(a[0], ti.alias) && strings.EqualFold(b[0], tj.alias) {
+				mine, theirs = a[1], b[1]
+			}
+		}
+	}
+	return mine, theirs
+}
+
+// recomputePredicate returns a filter of table i (not the key's table
+// owner) for the query over the keys to recompute: i.x IN (the values of
+// owner.y in owner's rows of those keys), when i.x = owner.y is a
+// conjunct of the later one's ON condition (nil, read it whole, when not
+// or when there are too many values). Every row of the result with a
+// key of __floe_keys holds owner's row of that key, and i's row in it,
+// if any, has that row's value: when i comes later its ON condition
+// says so, and a prefix row that i would NULL-extend has no match in
+// the rest of i either; when i comes earlier, owner's ON condition (an
+// inner join) drops the rows whose row of i has another value or is
+// NULL. So the query gives the same rows for those keys.
+func (r *run) recomputePredicate(i, owner int) (*string, error) {
+	jp := r.plan.join
+	mine, theirs := jp.equality(i, owner)
+	if mine == "" || !plainIdent(mine) || !plainIdent(theirs) {
+		return nil, nil
+	}
+	f, want, err := filterColumn(r.ctx.Input(jp.tables[i].name), mine, false)
+	if err != nil || want == "" {
+		return nil, err
+	}
+	ref := jp.items[r.spec.Keys[0]]
+	k := quoteIdent(r.spec.Keys[0])
+	rows := fmt.Sprintf("(SELECT o.%s AS %[1]s FROM __floe_new.t%d AS o SEMI JOIN __floe_keys AS k ON o.%s = k.%s) AS __floe_vals",
+		quoteIdent(theirs), owner, quoteIdent(ref[1]), k)
+	return r.inList(expr.QuoteIdent(f), rows, theirs, want)
+}
+
 // joinPredicate returns a filter of table i to the rows that can join
 // the changed rows of every changed table (col IN (their values), one
 // IN per changed table, ORed), or nil (read it whole) when a changed
 // table is not joined to i by a plain equality of integer or string
 // columns, or has too many values.
+//
+// A row of the delta query of a changed table j holds one of j's
+// changed rows: its row of i has the changed row's value (when i comes
+// later, by i's ON condition; when i comes earlier, by j's, made inner,
+// which drops the rows whose row of i has another value or is NULL).
+// For a LEFT-joined j that changed, the second delta query reads j
+// whole and keeps the rows whose left side matches a changed row of j:
+// when i comes earlier its row in them has a changed row's value (j's
+// ON condition again), but when i comes later it joins j's rows of that
+// state, changed or not, so i is read whole.
 func (r *run) joinPredicate(i int, changed []bool) (*string, error) {
 	jp := r.plan.join
 	ti := jp.tables[i]
@@ -613,21 +702,10 @@ func (r *run) joinPredicate(i int, changed []bool) (*string, error) {
 		if j == i || !changed[j] {
 			continue
 		}
-		// The equality is a conjunct of the ON condition of whichever
-		// of the two tables comes later in FROM order.
-		later := tj
-		if i > j {
-			later = ti
+		if tj.left && i > j {
+			return nil, nil
 		}
-		var mine, theirs string
-		for _, eq := range later.eqs {
-			for s := range 2 {
-				a, b := eq[s], eq[1-s]
-				if strings.EqualFold(a[0], ti.alias) && strings.EqualFold(b[0], tj.alias) {
-					mine, theirs = a[1], b[1]
-				}
-			}
-		}
+		mine, theirs := jp.equality(i, j)
 		if mine == "" || !plainIdent(mine) {
 			return nil, nil
 		}

@@ -356,3 +356,60 @@ func TestJoinDimChangePrunesFact(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinFactChangePrunesDim: a dimension joined by a plain column
+// equality is read, when the fact changed, through a filter on its join
+// column: the changed fact rows' values to find the keys to recompute,
+// then the values of those keys' fact rows (here 3 of 10 dimension rows);
+// with an expression join it is read whole. When only the dimension
+// changed, an inner-joined one is read by the recomputed keys' values (the
+// changed row's own, 1 row), a LEFT-joined one whole (its changed rows
+// NULL-extend other rows). Every result equals the query recomputed in
+// full.
+func TestJoinFactChangePrunesDim(t *testing.T) {
+	factChange := func(e *env) {
+		e.update("fact", func(r []any) []any { r[2] = int64(1000); return r }, 301, 502)
+		e.insert("fact", []any{int64(5000), int64(7), int64(1)})
+	}
+	dimChange := func(e *env) { e.update("dim", rename("changed"), 3) }
+	for _, c := range []struct {
+		name, join, on string
+		step           func(e *env)
+		fact, dim      int64
+	}{
+		{"inner-fact", "JOIN", "d.id = f.dim_id", factChange, 3, 3},
+		{"left-fact", "LEFT JOIN", "f.dim_id = d.id AND d.region <> 'xx'", factChange, 3, 3},
+		{"inner-fact-expr", "JOIN", "d.id = f.dim_id + 0", factChange, 3, 10},
+		{"inner-dim", "JOIN", "d.id = f.dim_id", dimChange, 100, 1},
+		{"left-dim", "LEFT JOIN", "d.id = f.dim_id", dimChange, 100, 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			counter := &countingEngine{bound: map[string]int64{}}
+			sqltx.Register(counter)
+			t.Cleanup(func() { sqltx.Register(duckdb.Engine{}) })
+			e := newEnv(t)
+			mor := iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
+			e.create("fact", factSchema, []string{"id"}, mor)
+			e.create("dim", dimSchema, []string{"id"}, mor)
+			for d := range 10 {
+				var rows [][]any
+				for i := range 100 {
+					rows = append(rows, []any{int64(d*100 + i), int64(d), int64(i)})
+				}
+				e.insert("fact", rows...)
+				e.insert("dim", []any{int64(d), fmt.Sprintf("d%d", d), "eu"})
+			}
+			q := "SELECT f.id, f.amount, d.name FROM ns.fact f " + c.join + " ns.dim d ON " + c.on
+			checkJoin(t, e, q, []string{"id"}, func() {
+				c.step(e)
+				clear(counter.bound)
+			})
+			if got := counter.bound["__floe_new.t1"]; got != c.dim {
+				t.Errorf("the build read %d dimension rows, want %d (bound: %v)", got, c.dim, counter.bound)
+			}
+			if got := counter.bound["__floe_new.t0"]; got != c.fact {
+				t.Errorf("the build read %d fact rows, want %d (bound: %v)", got, c.fact, counter.bound)
+			}
+		})
+	}
+}
