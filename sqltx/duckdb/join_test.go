@@ -330,21 +330,7 @@ func TestJoinDimChangePrunesFact(t *testing.T) {
 		want int64
 	}{{"d.id = f.dim_id", 100}, {"d.id = f.dim_id + 0", 1000}} {
 		t.Run(c.on, func(t *testing.T) {
-			counter := &countingEngine{bound: map[string]int64{}}
-			sqltx.Register(counter)
-			t.Cleanup(func() { sqltx.Register(duckdb.Engine{}) })
-			e := newEnv(t)
-			mor := iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
-			e.create("fact", factSchema, []string{"id"}, mor)
-			e.create("dim", dimSchema, []string{"id"}, mor)
-			for d := range 10 {
-				var rows [][]any
-				for i := range 100 {
-					rows = append(rows, []any{int64(d*100 + i), int64(d), int64(i)})
-				}
-				e.insert("fact", rows...)
-				e.insert("dim", []any{int64(d), fmt.Sprintf("d%d", d), "eu"})
-			}
+			counter, e := countedFactDim(t)
 			q := "SELECT f.id, f.amount, d.name FROM ns.fact f LEFT JOIN ns.dim d ON " + c.on
 			checkJoin(t, e, q, []string{"id"}, func() {
 				e.update("dim", rename("changed"), 3)
@@ -355,6 +341,28 @@ func TestJoinDimChangePrunesFact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countedFactDim registers an engine that counts the rows bound per view
+// (unregistered when t ends) and makes merge-on-read tables ns.fact (1,000
+// rows, 100 per dim_id) and ns.dim (10 rows).
+func countedFactDim(t *testing.T) (*countingEngine, *env) {
+	counter := &countingEngine{bound: map[string]int64{}}
+	sqltx.Register(counter)
+	t.Cleanup(func() { sqltx.Register(duckdb.Engine{}) })
+	e := newEnv(t)
+	mor := iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
+	e.create("fact", factSchema, []string{"id"}, mor)
+	e.create("dim", dimSchema, []string{"id"}, mor)
+	for d := range 10 {
+		var rows [][]any
+		for i := range 100 {
+			rows = append(rows, []any{int64(d*100 + i), int64(d), int64(i)})
+		}
+		e.insert("fact", rows...)
+		e.insert("dim", []any{int64(d), fmt.Sprintf("d%d", d), "eu"})
+	}
+	return counter, e
 }
 
 // TestJoinFactChangePrunesDim: a dimension joined by a plain column
@@ -384,21 +392,7 @@ func TestJoinFactChangePrunesDim(t *testing.T) {
 		{"left-dim", "LEFT JOIN", "d.id = f.dim_id", dimChange, 100, 10},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			counter := &countingEngine{bound: map[string]int64{}}
-			sqltx.Register(counter)
-			t.Cleanup(func() { sqltx.Register(duckdb.Engine{}) })
-			e := newEnv(t)
-			mor := iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
-			e.create("fact", factSchema, []string{"id"}, mor)
-			e.create("dim", dimSchema, []string{"id"}, mor)
-			for d := range 10 {
-				var rows [][]any
-				for i := range 100 {
-					rows = append(rows, []any{int64(d*100 + i), int64(d), int64(i)})
-				}
-				e.insert("fact", rows...)
-				e.insert("dim", []any{int64(d), fmt.Sprintf("d%d", d), "eu"})
-			}
+			counter, e := countedFactDim(t)
 			q := "SELECT f.id, f.amount, d.name FROM ns.fact f " + c.join + " ns.dim d ON " + c.on
 			checkJoin(t, e, q, []string{"id"}, func() {
 				c.step(e)
