@@ -82,7 +82,10 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 				"give the Spark-side name of floe's catalog in spark: {catalog: NAME} (--spark-catalog), or let floe mount its catalog (no spark.catalog); nothing was committed",
 				name, ErrCatalogMismatch, e.s.Remote, name, snapName(head), e.cat.Name(), err)
 		}
-		return nil, fmt.Errorf("output %s: creating the staging branch: %w", name, err)
+		// NB: nothing is published before the staging branch exists; a
+		// branch Spark made without its answer reaching floe is a stale
+		// staging branch, removed by a later build.
+		return nil, fmt.Errorf("output %s: creating the staging branch: %w; nothing was committed to %s; rerun the build", name, err, name)
 	}
 	// The branch must be on the table floe loads: else Spark's catalog is
 	// another one.
