@@ -113,7 +113,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		}
 		if err := ss.set(ctx, "spark.sql.iceberg.snapshot-property."+k, v); err != nil {
 			drop()
-			return nil, err
+			return nil, fmt.Errorf("output %s: %w; nothing was committed to %s; rerun the build", name, err, name)
 		}
 	}
 	var lost error
@@ -145,8 +145,9 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		if strings.Contains(st, target) {
 			step++
 			if err := ss.set(ctx, "spark.sql.iceberg.snapshot-property."+summaryStep, strconv.Itoa(step)); err != nil {
+				// NB: earlier writes went to the staging branch only.
 				drop()
-				return nil, err
+				return nil, fmt.Errorf("output %s: %w; nothing was committed to %s; rerun the build", name, err, name)
 			}
 		}
 		if err := e.retrying(ctx, ss, st); err != nil {

@@ -209,12 +209,12 @@ func (e *Engine) session(ctx context.Context) (*session, error) {
 	}
 	for k, v := range conf {
 		if err := s.Config().Set(ctx, k, v); err != nil {
-			return nil, e.wrap(err, "SET "+k)
+			return nil, fmt.Errorf("%w; nothing was committed (the session was being set up); rerun the build", e.wrap(err, "SET "+k))
 		}
 	}
 	app, err := s.Config().Get(ctx, "spark.app.id")
 	if err != nil {
-		return nil, e.wrap(err, "SET spark.app.id")
+		return nil, fmt.Errorf("%w; nothing was committed (the session was being set up); rerun the build", e.wrap(err, "SET spark.app.id"))
 	}
 	ss.appID = app
 	return ss, nil
