@@ -85,7 +85,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		// NB: nothing is published before the staging branch exists; a
 		// branch Spark made without its answer reaching floe is a stale
 		// staging branch, removed by a later build.
-		return nil, fmt.Errorf("output %s: creating the staging branch: %w; nothing was committed to %s; rerun the build", name, err, name)
+		return nil, notCommitted(name, fmt.Errorf("creating the staging branch: %w", err))
 	}
 	// The branch must be on the table floe loads: else Spark's catalog is
 	// another one.
@@ -113,7 +113,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 		}
 		if err := ss.set(ctx, "spark.sql.iceberg.snapshot-property."+k, v); err != nil {
 			drop()
-			return nil, fmt.Errorf("output %s: %w; nothing was committed to %s; rerun the build", name, err, name)
+			return nil, notCommitted(name, err)
 		}
 	}
 	var lost error
@@ -147,7 +147,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 			if err := ss.set(ctx, "spark.sql.iceberg.snapshot-property."+summaryStep, strconv.Itoa(step)); err != nil {
 				// NB: earlier writes went to the staging branch only.
 				drop()
-				return nil, fmt.Errorf("output %s: %w; nothing was committed to %s; rerun the build", name, err, name)
+				return nil, notCommitted(name, err)
 			}
 		}
 		if err := e.retrying(ctx, ss, st); err != nil {
@@ -375,4 +375,11 @@ func summaryInt(s *table.Snapshot, key string) int64 {
 	}
 	n, _ := strconv.ParseInt(s.Summary.Properties[key], 10, 64)
 	return n
+}
+
+// notCommitted is the error of a build that failed before publishing
+// anything to output name (statements before the publish write the
+// staging branch only).
+func notCommitted(name string, err error) error {
+	return fmt.Errorf("output %s: %w; nothing was committed to %s; rerun the build", name, err, name)
 }
