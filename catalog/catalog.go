@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -306,7 +305,9 @@ func (c *Catalog) ListTables(ctx context.Context, ns table.Identifier) ([]table.
 }
 
 func absDir(dir string) (string, error) {
-	dir = strings.TrimPrefix(dir, "file://")
+	if p, ok := FileURIPath(dir); ok {
+		dir = p
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("warehouse %q: %w", dir, err)

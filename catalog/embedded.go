@@ -64,7 +64,7 @@ func openEmbedded(ctx context.Context, warehouse string, mustExist bool) (*Catal
 		return nil, err
 	}
 	props := iceberg.Properties{
-		"warehouse":             "file://" + dir,
+		"warehouse":             FileURI(dir),
 		sqlcat.SchemaVersionKey: sqlcat.SchemaVersionV1,
 	}
 	cat, err := sqlcat.NewCatalog(EmbeddedName, db, sqlcat.SQLite, props)

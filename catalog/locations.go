@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path"
 	"path/filepath"
 	"strings"
@@ -18,11 +19,28 @@ import (
 var ErrUnsafeLocation = errors.New("unsafe table location")
 
 // NormalizeLocation spells a table location or file path the one way floe
-// compares them: local paths (plain, "file:/..." or "file:///...") as
+// compares them: local paths (plain, or "file:/..." and "file:///..." URIs
+// percent-decoded as floe's file IO opens them, see FileURIPath) as
 // cleaned absolute paths, relative paths resolved against root (the table's
 // path root, else the working folder), URIs with a lower-case scheme
 // (s3a and s3n read as s3) and a cleaned path without a trailing slash.
 func NormalizeLocation(loc, root string) string {
+	if loc == "" {
+		return ""
+	}
+	if p, ok := FileURIPath(loc); ok {
+		loc = p
+	}
+	return normalize(loc, root)
+}
+
+// LiteralLocation is NormalizeLocation with the path of a file: URI taken
+// as it is spelled, not percent-decoded: the file engines that do not
+// decode read (Java's Hadoop paths: Spark writes a partition value "a:b"
+// into the folder p=a%3Ab and records that name). Checks that keep files
+// (remove-orphans, purge, expire) count a file referenced under either
+// spelling as referenced.
+func LiteralLocation(loc, root string) string {
 	if loc == "" {
 		return ""
 	}
@@ -31,6 +49,44 @@ func NormalizeLocation(loc, root string) string {
 	} else if rest, ok := strings.CutPrefix(loc, "file:"); ok {
 		loc = rest
 	}
+	return normalize(loc, root)
+}
+
+// FileURIPath returns the local path a file: URI names as floe's file IO
+// (iceberg-go's) opens it: percent-decoded, as the URI standard says
+// (file:///data/a%20b is the folder "a b"; iceberg-go's catalogs write
+// table locations so, and a "#" or "?" would start a fragment or query).
+// ok is false when loc is not a file: URI.
+func FileURIPath(loc string) (p string, ok bool) {
+	if len(loc) < 5 || !strings.EqualFold(loc[:5], "file:") {
+		return "", false
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		// Not a valid URI (a "%" not followed by two hex digits): iceberg-go
+		// cannot open it either; keep the literal spelling.
+		rest := loc[5:]
+		if r, ok := strings.CutPrefix(rest, "//"); ok {
+			rest = r
+		}
+		return rest, true
+	}
+	if u.Opaque != "" { // file:relative/path
+		if p, err := url.PathUnescape(u.Opaque); err == nil {
+			return p, true
+		}
+		return u.Opaque, true
+	}
+	return u.Path, true
+}
+
+// FileURI is the file: URI of the absolute local path p, percent-encoded
+// so that it names p again when decoded (FileURIPath, iceberg-go).
+func FileURI(p string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+}
+
+func normalize(loc, root string) string {
 	if scheme, rest, ok := strings.Cut(loc, "://"); ok && !strings.ContainsAny(scheme, "/\\") {
 		scheme = strings.ToLower(scheme)
 		if scheme == "s3a" || scheme == "s3n" {

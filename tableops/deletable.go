@@ -101,6 +101,9 @@ func deletableFiles(ctx context.Context, cat *catalog.Catalog, ident table.Ident
 		used := map[string]bool{}
 		for _, r := range refs {
 			used[cleanPath(r, root)] = true
+			if _, ok := catalog.FileURIPath(r); ok {
+				used[catalog.LiteralLocation(r, "")] = true // as engines that do not decode read it
+			}
 		}
 		cands = slices.DeleteFunc(cands, func(c candidate) bool { return used[c.norm] })
 	}
@@ -303,7 +306,8 @@ func removeFiles(ctx context.Context, tbl *table.Table, paths []string) (int, er
 }
 
 // cleanPath spells a location or file path the one way they are compared:
-// local paths (plain, "file:/..." or "file:///...") cleaned, relative ones
+// local paths (plain, or file: URIs decoded as the table's IO opens them)
+// cleaned, relative ones
 // resolved against root (none: "", never matched), URIs with a lower-case
 // scheme (s3a and s3n read as s3) and a cleaned path without a trailing
 // slash.
@@ -311,10 +315,8 @@ func cleanPath(p, root string) string {
 	if p == "" {
 		return ""
 	}
-	if rest, ok := strings.CutPrefix(p, "file://"); ok {
-		p = rest
-	} else if rest, ok := strings.CutPrefix(p, "file:"); ok {
-		p = rest
+	if fp, ok := catalog.FileURIPath(p); ok {
+		p = fp
 	}
 	if scheme, rest, ok := strings.Cut(p, "://"); ok && scheme != "" && !strings.ContainsAny(scheme, `/\`) {
 		scheme = strings.ToLower(scheme)

@@ -86,9 +86,12 @@ func Drop(ctx context.Context, cat *catalog.Catalog, ident table.Identifier, pur
 // removeEmptyDirs removes the empty folders of a local table location,
 // deepest first, the location itself included.
 func removeEmptyDirs(location string) {
-	dir, ok := strings.CutPrefix(location, "file://")
-	if !ok && strings.Contains(location, "://") {
-		return
+	dir, ok := catalog.FileURIPath(location)
+	if !ok {
+		if strings.Contains(location, "://") {
+			return
+		}
+		dir = location
 	}
 	var dirs []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

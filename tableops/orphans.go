@@ -219,8 +219,14 @@ func keepAlways(p string) bool {
 func referencedFiles(tbl *table.Table, fsys iceio.IO, resolve func(string) string) (map[string]struct{}, error) {
 	refs := map[string]struct{}{}
 	add := func(p string) {
-		if p != "" {
-			refs[resolve(p)] = struct{}{}
+		if p == "" {
+			return
+		}
+		refs[resolve(p)] = struct{}{}
+		if _, ok := catalog.FileURIPath(p); ok {
+			// A file named as the URI is spelled, not decoded, is the file
+			// engines that do not decode read: referenced too.
+			refs[catalog.LiteralLocation(p, "")] = struct{}{}
 		}
 	}
 	md := tbl.Metadata()

@@ -35,9 +35,12 @@ type Env struct {
 }
 
 // New opens a catalog in a temporary warehouse.
-func New(tb testing.TB) *Env {
+func New(tb testing.TB) *Env { return NewIn(tb, tb.TempDir()) }
+
+// NewIn opens a catalog in the warehouse folder dir.
+func NewIn(tb testing.TB, dir string) *Env {
 	ctx := context.Background()
-	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: tb.TempDir()})
+	cat, err := catalog.Open(ctx, catalog.Options{Warehouse: dir})
 	if err != nil {
 		tb.Fatal(err)
 	}
