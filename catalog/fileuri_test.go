@@ -29,7 +29,7 @@ func TestFileURIPath(t *testing.T) {
 		}
 	}
 	// FileURI encodes so that the path comes back whatever it holds.
-	for _, p := range []string{"/data/wh", "/data/sp ace", "/data/w%20x", "/data/bad%b", "/data/ha#sh", "/data/q?m", "/data/a+b&c=d", "/data/ü"} {
+	for _, p := range []string{"/data/wh", "/data/sp ace", "/data/(paren)!*", "/data/w%20x", "/data/bad%b", "/data/ha#sh", "/data/q?m", "/data/a+b&c=d", "/data/ü"} {
 		if got, ok := catalog.FileURIPath(catalog.FileURI(p)); !ok || got != p {
 			t.Errorf("FileURIPath(FileURI(%q)) = %q (URI %s)", p, got, catalog.FileURI(p))
 		}
@@ -40,5 +40,19 @@ func TestFileURIPath(t *testing.T) {
 	}
 	if got := catalog.NormalizeLocation("file:///data/a%20b/", ""); got != "/data/a b" {
 		t.Errorf("NormalizeLocation: %q", got)
+	}
+}
+
+// FileURI changes nothing but "%", "#" and "?": the locations floe wrote
+// before keep their spelling.
+func TestFileURIEscapesOnlyWhatMust(t *testing.T) {
+	for p, want := range map[string]string{
+		"/data/(paren)!*'": "file:///data/(paren)!*'",
+		"/data/sp ace":     "file:///data/sp ace",
+		"/data/w%20x#a?b":  "file:///data/w%2520x%23a%3Fb",
+	} {
+		if got := catalog.FileURI(p); got != want {
+			t.Errorf("FileURI(%q) = %q, want %q", p, got, want)
+		}
 	}
 }

@@ -80,11 +80,17 @@ func FileURIPath(loc string) (p string, ok bool) {
 	return u.Path, true
 }
 
-// FileURI is the file: URI of the absolute local path p, percent-encoded
-// so that it names p again when decoded (FileURIPath, iceberg-go).
+// FileURI is the file: URI of the absolute local path p, with the three
+// characters that would not come back from parsing it escaped ("%" would
+// start an escape, "#" a fragment, "?" a query), so that it names p again
+// when decoded (FileURIPath, iceberg-go). Nothing else is escaped: other
+// characters keep the spelling they always had in floe's locations, which
+// engines that read locations literally (Java's) rely on.
 func FileURI(p string) string {
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+	return "file://" + uriEscaper.Replace(filepath.ToSlash(p))
 }
+
+var uriEscaper = strings.NewReplacer("%", "%25", "#", "%23", "?", "%3F")
 
 func normalize(loc, root string) string {
 	if scheme, rest, ok := strings.Cut(loc, "://"); ok && !strings.ContainsAny(scheme, "/\\") {
