@@ -39,8 +39,12 @@ type GroupBy struct {
 	// GROUP BY order: the key the destination must have.
 	Columns []string
 	// SourceColumns, per group expression, the column of the table it
-	// is ("" for an expression): their values filter the scan.
+	// is ("" for an expression, and always over a join): their values
+	// filter the scan.
 	SourceColumns []string
+	// joinColumns, per group expression over a join, the (alias,
+	// column) it is when it is alias.column (zero otherwise).
+	joinColumns [][2]string
 	// touched: SELECT DISTINCT <group expressions> AS __floe_g<i> FROM
 	// the table WHERE <the query's WHERE>.
 	touched string
@@ -222,16 +226,23 @@ func analyzeGroupBy(ctx context.Context, s Session, raw string) (*GroupBy, strin
 		}
 		m, _ := selects[at].(map[string]any)
 		name, _ := m["alias"].(string)
-		src := ""
+		src, ref := "", [2]string{}
 		if g["class"] == "COLUMN_REF" {
 			names, _ := g["column_names"].([]any)
 			last := fmt.Sprint(names[len(names)-1])
 			if name == "" {
 				name = last
 			}
+			switch {
+			case jp != nil:
+				// Over a join, a column of one of the tables: qualified by
+				// its alias.
+				if len(names) == 2 {
+					ref = [2]string{fmt.Sprint(names[0]), last}
+				}
 			// A column of the table: unqualified, or qualified by the
 			// table's name or alias (not a struct field).
-			if len(names) == 1 || (len(names) == 2 && (strings.EqualFold(fmt.Sprint(names[0]), alias) || strings.EqualFold(fmt.Sprint(names[0]), tname))) {
+			case len(names) == 1 || (len(names) == 2 && (strings.EqualFold(fmt.Sprint(names[0]), alias) || strings.EqualFold(fmt.Sprint(names[0]), tname))):
 				src = last
 			}
 		}
@@ -243,6 +254,7 @@ func analyzeGroupBy(ctx context.Context, s Session, raw string) (*GroupBy, strin
 		}
 		gb.Columns = append(gb.Columns, name)
 		gb.SourceColumns = append(gb.SourceColumns, src)
+		gb.joinColumns = append(gb.joinColumns, ref)
 	}
 	tags := make([]any, len(resolved))
 	for i, g := range resolved {
@@ -508,7 +520,7 @@ func (r *run) groupBy() error {
 	if err := r.s.Exec(r.ctx, "CREATE OR REPLACE TEMP TABLE __floe_touched AS SELECT DISTINCT * FROM __floe_touched"); err != nil {
 		return err
 	}
-	filter, err := r.groupFilter(in)
+	filter, err := r.groupFilter(in, gb.SourceColumns)
 	if err != nil {
 		return err
 	}
@@ -585,12 +597,13 @@ WHERE %s AND NOT EXISTS (SELECT 1 FROM __floe_result r WHERE %s)`,
 }
 
 // groupFilter is the scan filter of the touched groups: for every group
-// expression that is a column of the table (of a type floe's expression
-// language writes literals of), col IN (its touched values) [OR col IS
-// NULL]. It keeps a superset of the groups' rows ("" = read everything).
-func (r *run) groupFilter(in *transform.Input) (string, error) {
+// expression that is a column of the table (cols[i], "" when it is not;
+// of a type floe's expression language writes literals of), col IN (its
+// touched values) [OR col IS NULL]. It keeps a superset of the groups'
+// rows ("" = read everything).
+func (r *run) groupFilter(in *transform.Input, cols []string) (string, error) {
 	var parts []string
-	for i, col := range r.plan.GroupBy.SourceColumns {
+	for i, col := range cols {
 		if col == "" {
 			continue
 		}
@@ -653,8 +666,10 @@ func (r *run) groupFilter(in *transform.Input) (string, error) {
 // state with its WHERE restricted to the joined rows whose group values
 // are in T (NULL-safe), upserts the groups it gives and deletes the
 // groups of T it no longer gives (empty now, or filtered by HAVING).
-// The recompute reads the tables whole: its cost follows the tables,
-// not the touched groups.
+// The tables the delta queries read whole are read whole by the
+// recompute too; the others are pruned by the touched groups where a
+// group expression is a column of a table that is never NULL-extended
+// (see bindGroupJoin), else read whole.
 func (r *run) groupByJoin() error {
 	gb := r.plan.GroupBy
 	names := make([]string, len(gb.Columns))
@@ -666,17 +681,90 @@ func (r *run) groupByJoin() error {
 		return err
 	}
 	// The delta queries read some tables through a join predicate or
-	// not at all: the recompute reads every table whole.
-	for i := range gb.join.tables {
-		if st.whole[i] {
-			continue
-		}
-		if err := r.bindState(i, nil, st.cols[i], st.changed[i]); err != nil {
-			return err
-		}
+	// not at all: the recompute reads them again, pruned where it can;
+	// the tables bound whole stay so.
+	if err := r.bindGroupJoin(st); err != nil {
+		return err
 	}
 	if err := r.materialize("__floe_result", gb.recompute); err != nil {
 		return err
 	}
 	return r.replaceGroups()
+}
+
+// bindGroupJoin binds, for the recompute, the tables of the join the
+// delta queries did not bind whole (st.whole[i] false): pruned where it
+// can, else whole. The rows of the touched groups' joined rows are all
+// the recompute needs:
+//   - a table that is never NULL-extended (not the right side of a LEFT
+//     JOIN) and one of whose columns is a group expression (alias.column)
+//     is read through col IN (the touched values): every joined row
+//     holds one row of it, with the row's group value, and dropping its
+//     other rows drops only joined rows of other groups;
+//   - then a table joined to such a pruned table by a plain column
+//     equality (a conjunct of the later one's ON condition) is read
+//     through col IN (the pruned rows' values), as the join rule reads a
+//     dimension for the keys to recompute (see recomputePredicate).
+func (r *run) bindGroupJoin(st *joinState) error {
+	gb := r.plan.GroupBy
+	jp := gb.join
+	done := make([]bool, len(jp.tables))
+	var pruned []int
+	for i, t := range jp.tables {
+		if st.whole[i] || t.left {
+			continue
+		}
+		cols := make([]string, len(gb.joinColumns))
+		owns := false
+		for g, ref := range gb.joinColumns {
+			if ref[1] != "" && strings.EqualFold(ref[0], t.alias) && plainIdent(ref[1]) {
+				cols[g], owns = ref[1], true
+			}
+		}
+		if !owns {
+			continue
+		}
+		f, err := r.groupFilter(r.ctx.Input(t.name), cols)
+		if err != nil {
+			return err
+		}
+		if f == "" {
+			continue
+		}
+		// Bound first: the next tables' filters read its pruned rows.
+		if err := r.bindState(i, &f, st.cols[i], st.changed[i]); err != nil {
+			return err
+		}
+		done[i] = true
+		pruned = append(pruned, i)
+	}
+	for i, t := range jp.tables {
+		if st.whole[i] || done[i] {
+			continue
+		}
+		var pred *string
+		for _, o := range pruned {
+			mine, theirs := jp.equality(i, o)
+			if mine == "" || !plainIdent(mine) || !plainIdent(theirs) {
+				continue
+			}
+			f, want, err := filterColumn(r.ctx.Input(t.name), mine, false)
+			if err != nil {
+				return err
+			}
+			if want == "" {
+				continue
+			}
+			if pred, err = r.inList(expr.QuoteIdent(f), fmt.Sprintf("__floe_new.t%d", o), theirs, want); err != nil {
+				return err
+			}
+			if pred != nil {
+				break
+			}
+		}
+		if err := r.bindState(i, pred, st.cols[i], st.changed[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
