@@ -73,9 +73,9 @@ type Plan struct {
 	// over one table; NotRowLocal says why not.
 	RowLocal    bool
 	NotRowLocal string
-	// GroupBy is set when the query is a GROUP BY the group-by rule
-	// maintains (see RuleFor); NotGroupBy says why a GROUP BY query is
-	// not.
+	// GroupBy is set when the query is a GROUP BY the group-by rule (one
+	// table) or the group-by-join rule (a join) maintains (see RuleFor);
+	// NotGroupBy says why a GROUP BY query is not.
 	GroupBy    *GroupBy
 	NotGroupBy string
 	join       *joinPlan // set when the query qualifies for RuleJoin
