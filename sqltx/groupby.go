@@ -17,6 +17,11 @@ import (
 // columns, maintained by recomputing the groups the changes touch.
 const RuleGroupBy = "group-by"
 
+// RuleGroupByJoin: a GROUP BY query over inner and left joins of tables
+// (as the join rule takes them), keyed by its group columns, maintained
+// by recomputing the groups the changes touch (see groupByJoin).
+const RuleGroupByJoin = "group-by-join"
+
 // maxPushedValues bounds the values of one group column floe passes to
 // the scan as col IN (...); beyond it the scan reads the whole table (the
 // exact filter still runs in the engine).
@@ -34,14 +39,33 @@ type GroupBy struct {
 	// GROUP BY order: the key the destination must have.
 	Columns []string
 	// SourceColumns, per group expression, the column of the table it
-	// is ("" for an expression): their values filter the scan.
+	// is ("" for an expression, and always over a join): their values
+	// filter the scan.
 	SourceColumns []string
+	// joinColumns, per group expression over a join, the (alias,
+	// column) it is when it is alias.column (zero otherwise).
+	joinColumns [][2]string
 	// touched: SELECT DISTINCT <group expressions> AS __floe_g<i> FROM
 	// the table WHERE <the query's WHERE>.
 	touched string
 	// tagged: SELECT *, <group expressions> AS __floe_g<i> FROM the
 	// table WHERE <the query's WHERE>.
 	tagged string
+	// join is set when the query's FROM is a join (RuleGroupByJoin):
+	// tags are the group expressions as select items aliased
+	// __floe_g<i>, recompute the query restricted by its WHERE to the
+	// joined rows whose group values are in __floe_touched.
+	join      *joinPlan
+	tags      []any
+	recompute string
+}
+
+// Rule is the rule a transform keyed by the group columns follows.
+func (gb *GroupBy) Rule() string {
+	if gb.join != nil {
+		return RuleGroupByJoin
+	}
+	return RuleGroupBy
 }
 
 // RuleFor returns the rule a transform of this query with the key keys
@@ -63,7 +87,7 @@ func (p *Plan) RuleFor(keys []string) (rule, reason string) {
 		return RuleFull, fmt.Sprintf("the key (%s) is not the group columns of the result (%s); a GROUP BY query is maintained by group only when keyed by them",
 			strings.Join(keys, ", "), strings.Join(p.GroupBy.Columns, ", "))
 	}
-	return RuleGroupBy, ""
+	return p.GroupBy.Rule(), ""
 }
 
 // analyzeGroupBy classifies a query with GROUP BY from its serialized
@@ -165,15 +189,29 @@ func analyzeGroupBy(ctx context.Context, s Session, raw string) (*GroupBy, strin
 	pseudo["select_list"] = []any{stripped}
 	pseudo["group_expressions"], pseudo["group_sets"], pseudo["having"] = []any{}, []any{}, nil
 	pseudo["aggregate_handling"] = "STANDARD_HANDLING"
-	reason, funcs := shape(pseudo)
-	if reason == "" {
+	var jp *joinPlan
+	var reason string
+	if from["type"] == "JOIN" {
+		// The FROM, ON conditions, WHERE and what is left of the select
+		// list must be as the join rule takes them.
 		var err error
-		if reason, err = checkFunctions(ctx, s, funcs); err != nil {
+		probe := &Plan{}
+		if reason, err = probe.analyzeJoin(ctx, s, map[string]any{"node": pseudo, "named_param_map": []any{}}); err != nil {
 			return nil, "", err
+		}
+		jp = probe.join
+	} else {
+		var funcs []fnCall
+		reason, funcs = shape(pseudo)
+		if reason == "" {
+			var err error
+			if reason, err = checkFunctions(ctx, s, funcs); err != nil {
+				return nil, "", err
+			}
 		}
 	}
 	if reason != "" {
-		if rest, ok := strings.CutPrefix(reason, "the query has an aggregate ("); ok {
+		if _, rest, ok := strings.Cut(reason, "has an aggregate ("); ok {
 			name, _, _ := strings.Cut(rest, ")")
 			reason = fmt.Sprintf("the query has an aggregate the group-by rule does not recompute (%s; it recomputes count, sum, avg, min and max)", name)
 		}
@@ -188,16 +226,23 @@ func analyzeGroupBy(ctx context.Context, s Session, raw string) (*GroupBy, strin
 		}
 		m, _ := selects[at].(map[string]any)
 		name, _ := m["alias"].(string)
-		src := ""
+		src, ref := "", [2]string{}
 		if g["class"] == "COLUMN_REF" {
 			names, _ := g["column_names"].([]any)
 			last := fmt.Sprint(names[len(names)-1])
 			if name == "" {
 				name = last
 			}
+			switch {
+			case jp != nil:
+				// Over a join, a column of one of the tables: qualified by
+				// its alias.
+				if len(names) == 2 {
+					ref = [2]string{fmt.Sprint(names[0]), last}
+				}
 			// A column of the table: unqualified, or qualified by the
 			// table's name or alias (not a struct field).
-			if len(names) == 1 || (len(names) == 2 && (strings.EqualFold(fmt.Sprint(names[0]), alias) || strings.EqualFold(fmt.Sprint(names[0]), tname))) {
+			case len(names) == 1 || (len(names) == 2 && (strings.EqualFold(fmt.Sprint(names[0]), alias) || strings.EqualFold(fmt.Sprint(names[0]), tname))):
 				src = last
 			}
 		}
@@ -209,18 +254,27 @@ func analyzeGroupBy(ctx context.Context, s Session, raw string) (*GroupBy, strin
 		}
 		gb.Columns = append(gb.Columns, name)
 		gb.SourceColumns = append(gb.SourceColumns, src)
-	}
-	// The two rewrites, rendered back to SQL by the engine's own
-	// json_deserialize_sql.
-	star, err := starNode(ctx, s)
-	if err != nil {
-		return nil, "", err
+		gb.joinColumns = append(gb.joinColumns, ref)
 	}
 	tags := make([]any, len(resolved))
 	for i, g := range resolved {
 		c := maps(g)
 		c["alias"] = fmt.Sprintf("__floe_g%d", i)
 		tags[i] = c
+	}
+	if jp != nil {
+		gb.join, gb.tags = jp, tags
+		why, err := gb.renderRecompute(ctx, s, node, resolved)
+		if err != nil || why != "" {
+			return nil, why, err
+		}
+		return gb, "", nil
+	}
+	// The two rewrites, rendered back to SQL by the engine's own
+	// json_deserialize_sql.
+	star, err := starNode(ctx, s)
+	if err != nil {
+		return nil, "", err
 	}
 	render := func(list []any) (string, error) {
 		n := maps(node)
@@ -252,6 +306,57 @@ func analyzeGroupBy(ctx context.Context, s Session, raw string) (*GroupBy, strin
 		return nil, "", err
 	}
 	return gb, "", nil
+}
+
+// renderRecompute sets gb.recompute: the query (node) with its WHERE
+// ANDed with EXISTS (SELECT 1 FROM __floe_touched AS __floe_t WHERE
+// __floe_t.__floe_g<i> IS NOT DISTINCT FROM (<group expression i>) ...),
+// so that it aggregates the joined rows of the touched groups only. It
+// returns why not when the engine cannot render the rewrite (the query
+// is then rebuilt in full).
+func (gb *GroupBy) renderRecompute(ctx context.Context, s Session, node map[string]any, groups []map[string]any) (string, error) {
+	match := make([]string, len(groups))
+	for i, g := range groups {
+		c := maps(g)
+		c["alias"] = ""
+		e, err := exprSQL(ctx, s, c)
+		if err != nil {
+			return fmt.Sprintf("GROUP BY item %d could not be rendered for the group-by-join rule (%v)", i+1, err), nil
+		}
+		match[i] = fmt.Sprintf("__floe_t.__floe_g%d IS NOT DISTINCT FROM (%s)", i, e)
+	}
+	cond := "EXISTS (SELECT 1 FROM __floe_touched AS __floe_t WHERE " + strings.Join(match, " AND ") + ")"
+	if node["where_clause"] != nil {
+		w, err := exprSQL(ctx, s, node["where_clause"])
+		if err != nil {
+			return fmt.Sprintf("the WHERE could not be rendered for the group-by-join rule (%v)", err), nil
+		}
+		cond = "(" + w + ") AND " + cond
+	}
+	res, err := s.Strings(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", "SELECT 1 FROM __floe_x WHERE "+cond)
+	if err != nil || len(res) != 1 || len(res[0]) != 1 {
+		return "", fmt.Errorf("%w: parse the group-by-join rewrite: %v", ErrInvalidQuery, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(res[0][0]))
+	dec.UseNumber()
+	var doc struct {
+		Error      bool   `json:"error"`
+		Message    string `json:"error_message"`
+		Statements []struct {
+			Node map[string]any `json:"node"`
+		} `json:"statements"`
+	}
+	if err := dec.Decode(&doc); err != nil || doc.Error || len(doc.Statements) != 1 || doc.Statements[0].Node["where_clause"] == nil {
+		return fmt.Sprintf("the group-by-join rewrite of the WHERE could not be parsed (%v%s)", err, doc.Message), nil
+	}
+	n := maps(node)
+	n["where_clause"] = doc.Statements[0].Node["where_clause"]
+	q, err := deserialize(ctx, s, map[string]any{"error": false, "statements": []any{map[string]any{"node": n, "named_param_map": []any{}}}})
+	if err != nil {
+		return fmt.Sprintf("the group-by-join rewrite could not be rendered (%v)", err), nil
+	}
+	gb.recompute = q
+	return "", nil
 }
 
 // positional reads GROUP BY k (an integer constant).
@@ -415,7 +520,7 @@ func (r *run) groupBy() error {
 	if err := r.s.Exec(r.ctx, "CREATE OR REPLACE TEMP TABLE __floe_touched AS SELECT DISTINCT * FROM __floe_touched"); err != nil {
 		return err
 	}
-	filter, err := r.groupFilter(in)
+	filter, err := r.groupFilter(in, gb.SourceColumns)
 	if err != nil {
 		return err
 	}
@@ -444,6 +549,18 @@ func (r *run) groupBy() error {
 	}
 	if err := r.materialize("__floe_result", r.spec.Query); err != nil {
 		return err
+	}
+	return r.replaceGroups()
+}
+
+// replaceGroups writes the groups of __floe_result (the query over the
+// rows of the touched groups __floe_touched) by key and deletes the
+// touched groups it does not give.
+func (r *run) replaceGroups() error {
+	gb := r.plan.GroupBy
+	tags := make([]string, len(gb.Columns))
+	for i := range gb.Columns {
+		tags[i] = fmt.Sprintf("__floe_g%d", i)
 	}
 	if err := r.checkUnique("__floe_result", "the query's result over the touched groups"); err != nil {
 		return err
@@ -480,12 +597,13 @@ WHERE %s AND NOT EXISTS (SELECT 1 FROM __floe_result r WHERE %s)`,
 }
 
 // groupFilter is the scan filter of the touched groups: for every group
-// expression that is a column of the table (of a type floe's expression
-// language writes literals of), col IN (its touched values) [OR col IS
-// NULL]. It keeps a superset of the groups' rows ("" = read everything).
-func (r *run) groupFilter(in *transform.Input) (string, error) {
+// expression that is a column of the table (cols[i], "" when it is not;
+// of a type floe's expression language writes literals of), col IN (its
+// touched values) [OR col IS NULL]. It keeps a superset of the groups'
+// rows ("" = read everything).
+func (r *run) groupFilter(in *transform.Input, cols []string) (string, error) {
 	var parts []string
-	for i, col := range r.plan.GroupBy.SourceColumns {
+	for i, col := range cols {
 		if col == "" {
 			continue
 		}
@@ -532,4 +650,121 @@ func (r *run) groupFilter(in *transform.Input) (string, error) {
 		parts = append(parts, "("+strings.Join(alts, " OR ")+")")
 	}
 	return strings.Join(parts, " AND "), nil
+}
+
+// groupByJoin maintains a GROUP BY over a join. With O the joined rows
+// (after WHERE) over the old state of every table and N over the new
+// one, the groups whose aggregates can differ are the group values of
+// the rows that differ between O and N: floe computes a superset T of
+// them with the join rule's delta queries (see maintainJoin), projecting
+// the group expressions instead of the key: the query with one changed
+// table read as its deleted (old state) or inserted (new state) images
+// and the others at that state, plus, for a LEFT-joined table that
+// changed, the rows at that state whose left side matches one of its
+// changed rows of the other state (the rows NULL-extended on one side
+// and matched on the other). It then reruns the query over the new
+// state with its WHERE restricted to the joined rows whose group values
+// are in T (NULL-safe), upserts the groups it gives and deletes the
+// groups of T it no longer gives (empty now, or filtered by HAVING).
+// The tables the delta queries read whole are read whole by the
+// recompute too; the others are pruned by the touched groups where a
+// group expression is a column of a table that is never NULL-extended
+// (see bindGroupJoin), else read whole.
+func (r *run) groupByJoin() error {
+	gb := r.plan.GroupBy
+	names := make([]string, len(gb.Columns))
+	for i := range names {
+		names[i] = fmt.Sprintf("__floe_g%d", i)
+	}
+	st, err := r.joinDelta(gb.tags, names, "__floe_touched")
+	if err != nil {
+		return err
+	}
+	// The delta queries read some tables through a join predicate or
+	// not at all: the recompute reads them again, pruned where it can;
+	// the tables bound whole stay so.
+	if err := r.bindGroupJoin(st); err != nil {
+		return err
+	}
+	if err := r.materialize("__floe_result", gb.recompute); err != nil {
+		return err
+	}
+	return r.replaceGroups()
+}
+
+// bindGroupJoin binds, for the recompute, the tables of the join the
+// delta queries did not bind whole (st.whole[i] false): pruned where it
+// can, else whole. The rows of the touched groups' joined rows are all
+// the recompute needs:
+//   - a table that is never NULL-extended (not the right side of a LEFT
+//     JOIN) and one of whose columns is a group expression (alias.column)
+//     is read through col IN (the touched values): every joined row
+//     holds one row of it, with the row's group value, and dropping its
+//     other rows drops only joined rows of other groups;
+//   - then a table joined to such a pruned table by a plain column
+//     equality (a conjunct of the later one's ON condition) is read
+//     through col IN (the pruned rows' values), as the join rule reads a
+//     dimension for the keys to recompute (see recomputePredicate).
+func (r *run) bindGroupJoin(st *joinState) error {
+	gb := r.plan.GroupBy
+	jp := gb.join
+	done := make([]bool, len(jp.tables))
+	var pruned []int
+	for i, t := range jp.tables {
+		if st.whole[i] || t.left {
+			continue
+		}
+		cols := make([]string, len(gb.joinColumns))
+		owns := false
+		for g, ref := range gb.joinColumns {
+			if ref[1] != "" && strings.EqualFold(ref[0], t.alias) && plainIdent(ref[1]) {
+				cols[g], owns = ref[1], true
+			}
+		}
+		if !owns {
+			continue
+		}
+		f, err := r.groupFilter(r.ctx.Input(t.name), cols)
+		if err != nil {
+			return err
+		}
+		if f == "" {
+			continue
+		}
+		// Bound first: the next tables' filters read its pruned rows.
+		if err := r.bindState(i, &f, st.cols[i], st.changed[i]); err != nil {
+			return err
+		}
+		done[i] = true
+		pruned = append(pruned, i)
+	}
+	for i, t := range jp.tables {
+		if st.whole[i] || done[i] {
+			continue
+		}
+		var pred *string
+		for _, o := range pruned {
+			mine, theirs := jp.equality(i, o)
+			if mine == "" || !plainIdent(mine) || !plainIdent(theirs) {
+				continue
+			}
+			f, want, err := filterColumn(r.ctx.Input(t.name), mine, false)
+			if err != nil {
+				return err
+			}
+			if want == "" {
+				continue
+			}
+			if pred, err = r.inList(expr.QuoteIdent(f), fmt.Sprintf("__floe_new.t%d", o), theirs, want); err != nil {
+				return err
+			}
+			if pred != nil {
+				break
+			}
+		}
+		if err := r.bindState(i, pred, st.cols[i], st.changed[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -277,10 +277,22 @@ func (jp *joinPlan) keyReason(keys []string) string {
 	return ""
 }
 
+// keyList is the select list of the key columns (alias.column AS key).
+func (jp *joinPlan) keyList(keys []string) []any {
+	var list []any
+	for _, k := range keys {
+		ref := jp.items[k]
+		list = append(list, map[string]any{"class": "COLUMN_REF", "type": "COLUMN_REF", "alias": k, "query_location": 0,
+			"column_names": []any{ref[0], ref[1]}})
+	}
+	return list
+}
+
 // variant renders the query with table i read from schemas[i] (as view
-// t<i>), the joins whose right side is in inner made inner, the select
-// list cut to the key columns and without WHERE.
-func (jp *joinPlan) variant(ctx context.Context, s Session, keys []string, schemas []string, inner int) (string, error) {
+// t<i>), the join whose right side is table inner made inner, the select
+// list replaced by list (parse-tree items: the key columns, or the group
+// expressions of a GROUP BY), and without WHERE, GROUP BY and HAVING.
+func (jp *joinPlan) variant(ctx context.Context, s Session, list []any, schemas []string, inner int) (string, error) {
 	var stmt map[string]any
 	if err := json.Unmarshal(jp.stmt, &stmt); err != nil {
 		return "", err
@@ -308,14 +320,10 @@ func (jp *joinPlan) variant(ctx context.Context, s Session, keys []string, schem
 	}
 	from, _ := node["from_table"].(map[string]any)
 	fix(from)
-	var list []any
-	for _, k := range keys {
-		ref := jp.items[k]
-		list = append(list, map[string]any{"class": "COLUMN_REF", "type": "COLUMN_REF", "alias": k, "query_location": 0,
-			"column_names": []any{ref[0], ref[1]}})
-	}
 	node["select_list"] = list
 	node["where_clause"] = nil
+	node["group_expressions"], node["group_sets"], node["having"] = []any{}, []any{}, nil
+	node["aggregate_handling"] = "STANDARD_HANDLING"
 	return deserialize(ctx, s, map[string]any{"error": false, "statements": []any{stmt}})
 }
 
@@ -341,138 +349,14 @@ func (jp *joinPlan) variant(ctx context.Context, s Session, keys []string, schem
 func (r *run) maintainJoin() error {
 	jp := r.plan.join
 	keys := r.spec.Keys
-	changed := make([]bool, len(jp.tables))
-	colsOf := make([]string, len(jp.tables))
-	for _, sch := range []string{"__floe_new", "__floe_old", "__floe_ins", "__floe_del"} {
-		if err := r.s.Exec(r.ctx, "CREATE SCHEMA IF NOT EXISTS "+sch); err != nil {
-			return err
-		}
+	st, err := r.joinDelta(jp.keyList(keys), keys, "__floe_keys")
+	if err != nil {
+		return err
 	}
-	for i, t := range jp.tables {
-		in := r.ctx.Input(t.name)
-		// An input without new snapshots has no changes to read.
-		changed[i] = in.Changed()
-		var cols string
-		if changed[i] {
-			chg := fmt.Sprintf("__floe_changes_%d", i)
-			data, err := r.bindChanges(t.name, chg)
-			if err != nil {
-				return err
-			}
-			cols = strings.Join(data, ", ")
-			for _, side := range []struct{ kind, schema string }{{changelog.Insert, "__floe_ins"}, {changelog.Delete, "__floe_del"}} {
-				if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s.t%d AS SELECT %s FROM %s WHERE %s = '%s'",
-					side.schema, i, cols, chg, changelog.ChangeTypeColumn, side.kind)); err != nil {
-					return err
-				}
-			}
-			n, err := r.s.Strings(r.ctx, "SELECT count(*) FROM "+chg)
-			if err != nil {
-				return err
-			}
-			changed[i] = len(n) == 1 && n[0][0] != "0"
-		}
-		if !changed[i] {
-			// Its changed rows are never read: no views of them.
-			cols = "*"
-		}
-		colsOf[i] = cols
-	}
-	// A table's whole state is read when another table changed (the
-	// delta rule joins that one's changes with it) or when it is
-	// LEFT-joined and changed (its rows NULL-extend others); else only
-	// the rows of the keys to recompute are read, after those are known.
-	//
-	// A table that the changed tables join by a plain column equality
-	// (fact.dim_id = dim.id, the key's table or a dimension) is read, for
-	// the keys to recompute, through a filter on that column (the changed
-	// rows' values; files pruned by their statistics) instead of whole: a
-	// row of the delta query holds a changed row, so its row of the table
-	// has the changed row's value (see joinPredicate); after the keys are
-	// known it is read again, by key or by the key's rows' join values
-	// (see recomputePredicate). A LEFT-joined table that changed stays
-	// whole: the second delta query reads its rows that match any row of
-	// the left side, not only rows of the changed ones.
-	whole := make([]bool, len(jp.tables))
-	for i, t := range jp.tables {
-		for j := range jp.tables {
-			if j != i && changed[j] {
-				whole[i] = true
-			}
-		}
-		if changed[i] && t.left {
-			whole[i] = true
-		}
-		if !whole[i] {
-			continue
-		}
-		var pred *string
-		if !(changed[i] && t.left) {
-			var err error
-			if pred, err = r.joinPredicate(i, changed); err != nil {
-				return err
-			}
-		}
-		if pred != nil {
-			whole[i] = false
-		}
-		if err := r.bindState(i, pred, colsOf[i], changed[i]); err != nil {
-			return err
-		}
-	}
-	var parts []string
-	where := func(q string, extra ...string) string {
-		var conds []string
-		if jp.where != "" {
-			conds = append(conds, jp.where)
-		}
-		conds = append(conds, extra...)
-		if len(conds) == 0 {
-			return q
-		}
-		return q + " WHERE " + strings.Join(conds, " AND ")
-	}
-	for _, st := range []struct{ state, delta, other string }{{"__floe_old", "__floe_del", "__floe_ins"}, {"__floe_new", "__floe_ins", "__floe_del"}} {
-		for i, t := range jp.tables {
-			if !changed[i] {
-				continue
-			}
-			schemas := make([]string, len(jp.tables))
-			for j := range schemas {
-				schemas[j] = st.state
-			}
-			schemas[i] = st.delta
-			inner := -1
-			if t.left {
-				inner = i
-			}
-			q, err := jp.variant(r.ctx, r.s, keys, schemas, inner)
-			if err != nil {
-				return err
-			}
-			parts = append(parts, where(q))
-			if !t.left {
-				continue
-			}
-			schemas[i] = st.state
-			q, err = jp.variant(r.ctx, r.s, keys, schemas, -1)
-			if err != nil {
-				return err
-			}
-			parts = append(parts, where(q, fmt.Sprintf("EXISTS (SELECT 1 FROM %s.t%d AS %s WHERE %s)", st.other, i, quoteIdent(t.alias), t.cond)))
-		}
-	}
-	kcols := make([]string, len(keys))
+	changed, colsOf, whole := st.changed, st.cols, st.whole
 	match := make([]string, len(keys))
 	for i, k := range keys {
-		kcols[i] = quoteIdent(k)
-		match[i] = fmt.Sprintf("q.%s = k.%s", kcols[i], kcols[i])
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "SELECT NULL AS "+strings.Join(kcols, ", NULL AS ")+" WHERE false")
-	}
-	if err := r.materialize("__floe_keys", strings.Join(parts, "\nUNION\n")); err != nil {
-		return err
+		match[i] = fmt.Sprintf("q.%s = k.%s", quoteIdent(k), quoteIdent(k))
 	}
 	// The recompute reads the tables not read whole: the key's table
 	// first (by key), then the others by its rows' join values.
@@ -520,10 +404,161 @@ SELECT *, '%s' AS %s FROM __floe_keys q ANTI JOIN __floe_upsert k ON %s`,
 	return r.ctx.Output("destination").ApplyChangelog(transform.NewRows(sch, seq), keys...)
 }
 
+// joinState is what the delta queries of a join leave for the
+// recompute: which tables changed, their data columns (quoted, "*" when
+// unchanged), and which are bound whole (the others are bound through a
+// join predicate or not yet).
+type joinState struct {
+	changed []bool
+	cols    []string
+	whole   []bool
+}
+
+// joinDelta binds the tables' changes and states and materializes into
+// the table into the union of the delta queries (see maintainJoin)
+// projecting list (parse-tree select items named names): for the join
+// rule the key columns, for the group-by-join rule the group
+// expressions.
+func (r *run) joinDelta(list []any, names []string, into string) (*joinState, error) {
+	jp := r.joinPlan()
+	changed := make([]bool, len(jp.tables))
+	colsOf := make([]string, len(jp.tables))
+	for _, sch := range []string{"__floe_new", "__floe_old", "__floe_ins", "__floe_del"} {
+		if err := r.s.Exec(r.ctx, "CREATE SCHEMA IF NOT EXISTS "+sch); err != nil {
+			return nil, err
+		}
+	}
+	for i, t := range jp.tables {
+		in := r.ctx.Input(t.name)
+		// An input without new snapshots has no changes to read.
+		changed[i] = in.Changed()
+		var cols string
+		if changed[i] {
+			chg := fmt.Sprintf("__floe_changes_%d", i)
+			data, err := r.bindChanges(t.name, chg)
+			if err != nil {
+				return nil, err
+			}
+			cols = strings.Join(data, ", ")
+			for _, side := range []struct{ kind, schema string }{{changelog.Insert, "__floe_ins"}, {changelog.Delete, "__floe_del"}} {
+				if err := r.s.Exec(r.ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s.t%d AS SELECT %s FROM %s WHERE %s = '%s'",
+					side.schema, i, cols, chg, changelog.ChangeTypeColumn, side.kind)); err != nil {
+					return nil, err
+				}
+			}
+			n, err := r.s.Strings(r.ctx, "SELECT count(*) FROM "+chg)
+			if err != nil {
+				return nil, err
+			}
+			changed[i] = len(n) == 1 && n[0][0] != "0"
+		}
+		if !changed[i] {
+			// Its changed rows are never read: no views of them.
+			cols = "*"
+		}
+		colsOf[i] = cols
+	}
+	// A table's whole state is read when another table changed (the
+	// delta rule joins that one's changes with it) or when it is
+	// LEFT-joined and changed (its rows NULL-extend others); else only
+	// the rows of the keys to recompute are read, after those are known.
+	//
+	// A table that the changed tables join by a plain column equality
+	// (fact.dim_id = dim.id, the key's table or a dimension) is read, for
+	// the keys to recompute, through a filter on that column (the changed
+	// rows' values; files pruned by their statistics) instead of whole: a
+	// row of the delta query holds a changed row, so its row of the table
+	// has the changed row's value (see joinPredicate); after the keys are
+	// known it is read again, by key or by the key's rows' join values
+	// (see recomputePredicate). A LEFT-joined table that changed stays
+	// whole: the second delta query reads its rows that match any row of
+	// the left side, not only rows of the changed ones.
+	whole := make([]bool, len(jp.tables))
+	for i, t := range jp.tables {
+		for j := range jp.tables {
+			if j != i && changed[j] {
+				whole[i] = true
+			}
+		}
+		if changed[i] && t.left {
+			whole[i] = true
+		}
+		if !whole[i] {
+			continue
+		}
+		var pred *string
+		if !(changed[i] && t.left) {
+			var err error
+			if pred, err = r.joinPredicate(i, changed); err != nil {
+				return nil, err
+			}
+		}
+		if pred != nil {
+			whole[i] = false
+		}
+		if err := r.bindState(i, pred, colsOf[i], changed[i]); err != nil {
+			return nil, err
+		}
+	}
+	var parts []string
+	where := func(q string, extra ...string) string {
+		var conds []string
+		if jp.where != "" {
+			conds = append(conds, jp.where)
+		}
+		conds = append(conds, extra...)
+		if len(conds) == 0 {
+			return q
+		}
+		return q + " WHERE " + strings.Join(conds, " AND ")
+	}
+	for _, st := range []struct{ state, delta, other string }{{"__floe_old", "__floe_del", "__floe_ins"}, {"__floe_new", "__floe_ins", "__floe_del"}} {
+		for i, t := range jp.tables {
+			if !changed[i] {
+				continue
+			}
+			schemas := make([]string, len(jp.tables))
+			for j := range schemas {
+				schemas[j] = st.state
+			}
+			schemas[i] = st.delta
+			inner := -1
+			if t.left {
+				inner = i
+			}
+			q, err := jp.variant(r.ctx, r.s, list, schemas, inner)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, where(q))
+			if !t.left {
+				continue
+			}
+			schemas[i] = st.state
+			q, err = jp.variant(r.ctx, r.s, list, schemas, -1)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, where(q, fmt.Sprintf("EXISTS (SELECT 1 FROM %s.t%d AS %s WHERE %s)", st.other, i, quoteIdent(t.alias), t.cond)))
+		}
+	}
+	if len(parts) == 0 {
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = quoteIdent(n)
+		}
+		parts = append(parts, "SELECT NULL AS "+strings.Join(quoted, ", NULL AS ")+" WHERE false")
+	}
+	if err := r.materialize(into, strings.Join(parts, "\nUNION\n")); err != nil {
+		return nil, err
+	}
+	return &joinState{changed: changed, cols: colsOf, whole: whole}, nil
+}
+
 // bindState binds the new state of table i (the rows matching pred when
 // it is not nil), its old state, and the query's name for it.
 func (r *run) bindState(i int, pred *string, cols string, changed bool) error {
-	t := r.plan.join.tables[i]
+	t := r.joinPlan().tables[i]
 	in := r.ctx.Input(t.name)
 	if pred != nil {
 		in = in.Filter(*pred)
@@ -558,7 +593,7 @@ const maxPrunedKeys = 100_000
 // when the key is not one integer or string column of that table, or
 // there are too many keys.
 func (r *run) keyPredicate(i int) (*string, error) {
-	jp := r.plan.join
+	jp := r.joinPlan()
 	if len(r.spec.Keys) != 1 {
 		return nil, nil
 	}
@@ -615,14 +650,14 @@ func (r *run) ownsKey(i int) bool {
 	if len(r.spec.Keys) != 1 {
 		return false
 	}
-	ref := r.plan.join.items[r.spec.Keys[0]]
-	return strings.EqualFold(ref[0], r.plan.join.tables[i].alias) && plainIdent(ref[1])
+	ref := r.joinPlan().items[r.spec.Keys[0]]
+	return strings.EqualFold(ref[0], r.joinPlan().tables[i].alias) && plainIdent(ref[1])
 }
 
 // keyOwner is the table whose column the key is (-1 when the key is not
 // one plain column of one table).
 func (r *run) keyOwner() int {
-	for i := range r.plan.join.tables {
+	for i := range r.joinPlan().tables {
 		if r.ownsKey(i) {
 			return i
 		}
@@ -662,7 +697,7 @@ func (jp *joinPlan) equality(i, j int) (mine, theirs string) {
 // inner join) drops the rows whose row of i has another value or is
 // NULL. So the query gives the same rows for those keys.
 func (r *run) recomputePredicate(i, owner int) (*string, error) {
-	jp := r.plan.join
+	jp := r.joinPlan()
 	mine, theirs := jp.equality(i, owner)
 	if mine == "" || !plainIdent(mine) || !plainIdent(theirs) {
 		return nil, nil
@@ -694,7 +729,7 @@ func (r *run) recomputePredicate(i, owner int) (*string, error) {
 // ON condition again), but when i comes later it joins j's rows of that
 // state, changed or not, so i is read whole.
 func (r *run) joinPredicate(i int, changed []bool) (*string, error) {
-	jp := r.plan.join
+	jp := r.joinPlan()
 	ti := jp.tables[i]
 	in := r.ctx.Input(ti.name)
 	var ors []string
@@ -805,4 +840,13 @@ func filterColumn(in *transform.Input, name string, fold bool) (string, string, 
 		return f.Name, "", nil
 	}
 	return "", "", nil
+}
+
+// joinPlan is the join of the query the run maintains: the join rule's,
+// or the FROM of the group-by-join rule's GROUP BY.
+func (r *run) joinPlan() *joinPlan {
+	if r.plan.join == nil && r.plan.GroupBy != nil {
+		return r.plan.GroupBy.join
+	}
+	return r.plan.join
 }

@@ -73,9 +73,9 @@ type Plan struct {
 	// over one table; NotRowLocal says why not.
 	RowLocal    bool
 	NotRowLocal string
-	// GroupBy is set when the query is a GROUP BY the group-by rule
-	// maintains (see RuleFor); NotGroupBy says why a GROUP BY query is
-	// not.
+	// GroupBy is set when the query is a GROUP BY the group-by rule (one
+	// table) or the group-by-join rule (a join) maintains (see RuleFor);
+	// NotGroupBy says why a GROUP BY query is not.
 	GroupBy    *GroupBy
 	NotGroupBy string
 	join       *joinPlan // set when the query qualifies for RuleJoin
@@ -312,7 +312,7 @@ func shape(node map[string]any) (string, []fnCall) {
 			return "the query reads its table AT a version", nil
 		}
 	case "JOIN":
-		return "the query has a join that no rule maintains here (the join rule takes inner and left joins without GROUP BY, the group-by rule a GROUP BY over one table)", nil
+		return "the query has a join that no rule maintains here (the join rule takes inner and left joins, the group-by-join rule a GROUP BY over them)", nil
 	case "SUBQUERY":
 		return "the query reads from a subquery", nil
 	default:

@@ -125,6 +125,8 @@ func New(ctx context.Context, spec Spec) (*transform.Transform, *Plan, error) {
 			return r.rowLocal()
 		case rule == RuleGroupBy:
 			return r.groupBy()
+		case rule == RuleGroupByJoin:
+			return r.groupByJoin()
 		case rule == RuleJoin:
 			return r.maintainJoin()
 		default:

@@ -43,7 +43,7 @@ func TestAnalyzeGroupBy(t *testing.T) {
 		{"SELECT cat, count(*) AS n FROM ns.src GROUP BY cat ORDER BY n", "cat", "ORDER BY"},
 		{"SELECT cat, count(*) AS n FROM ns.src GROUP BY cat LIMIT 3", "cat", "LIMIT"},
 		{"SELECT cat, sum(random()) AS r FROM ns.src GROUP BY cat", "cat", "not deterministic"},
-		{"SELECT s.cat, count(*) AS n FROM ns.src s JOIN ns.dim d ON s.cat = d.cat GROUP BY s.cat", "cat", "join"},
+		{"SELECT s.cat, count(*) AS n FROM ns.src s RIGHT JOIN ns.dim d ON s.cat = d.cat GROUP BY s.cat", "cat", "right join"},
 		{"SELECT cat, count(*) AS n FROM (SELECT * FROM ns.src) q GROUP BY cat", "cat", "subquery"},
 		{"SELECT count(*) AS n FROM ns.src GROUP BY cat", "n", "not a column of the result"},
 		{"SELECT upper(cat), count(*) AS n FROM ns.src GROUP BY upper(cat)", "n", "no name in the result"},

@@ -32,12 +32,26 @@ const benchDims = 10_000
 //
 //	FLOE_SQL_BENCH_ROWS=1000000,10000000 go test ./sqltx/duckdb -run '^$' -bench Join -benchtime 3x
 func BenchmarkJoin(b *testing.B) {
+	q := "SELECT s.id, s.amount * 2 AS a2, d.label, d.weight FROM ns.src s LEFT JOIN ns.dim d ON d.id = s.dim_id WHERE s.flag"
 	for _, n := range benchSizes(b) {
-		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) { benchJoin(b, n) })
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) { benchJoin(b, n, q, "id") })
 	}
 }
 
-func benchJoin(b *testing.B, n int) {
+// BenchmarkGroupByJoin is BenchmarkJoin's set-up and changes for a GROUP
+// BY over the inner join, by the dimension's label (one group per
+// dimension row; rule group-by-join, key label): a dimension update
+// touches two groups, the fact update those of ~n/1000 fact rows.
+//
+//	FLOE_SQL_BENCH_ROWS=1000000 go test ./sqltx/duckdb -run '^$' -bench GroupByJoin -benchtime 3x
+func BenchmarkGroupByJoin(b *testing.B) {
+	q := "SELECT d.label, count(*) AS n, sum(s.amount) AS total, max(s.amount) AS hi FROM ns.src s JOIN ns.dim d ON d.id = s.dim_id WHERE s.flag GROUP BY d.label"
+	for _, n := range benchSizes(b) {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) { benchJoin(b, n, q, "label") })
+	}
+}
+
+func benchJoin(b *testing.B, n int, q, key string) {
 	mor := iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
 	e := &env{Env: tabletest.New(b)}
 	if _, err := e.Create("src", "id long not null, dim_id long, amount long, flag boolean", "", []string{"id"}, mor); err != nil {
@@ -56,8 +70,7 @@ func benchJoin(b *testing.B, n int) {
 	if _, err := tableops.Append(e.Ctx, e.Target("dim", ""), tabletest.Seq(tabletest.ArrowSchema(e.Load("dim")), drows)); err != nil {
 		b.Fatal(err)
 	}
-	q := "SELECT s.id, s.amount * 2 AS a2, d.label, d.weight FROM ns.src s LEFT JOIN ns.dim d ON d.id = s.dim_id WHERE s.flag"
-	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "bench", Query: q, Dst: "ns.dst", Keys: []string{"id"}, Properties: benchDstProps()})
+	tr, _, err := sqltx.New(e.Ctx, sqltx.Spec{Name: "bench", Query: q, Dst: "ns.dst", Keys: []string{key}, Properties: benchDstProps()})
 	if err != nil {
 		b.Fatal(err)
 	}
