@@ -12,16 +12,19 @@ import (
 )
 
 // sqlSparkQueries are SQL transforms whose text means the same in DuckDB
-// (floe) and Spark SQL: an inner join, a left join and a GROUP BY
-// (sum cast to bigint: DuckDB's sum of bigint is a 128-bit integer).
+// (floe) and Spark SQL: an inner join, a left join, a GROUP BY and
+// GROUP BY over an inner and a left join (sum cast to bigint: DuckDB's
+// sum of bigint is a 128-bit integer).
 var sqlSparkQueries = []struct{ name, key, rule, query string }{
 	{"j", "id", "join", "SELECT f.id, f.amount * 2 AS a2, d.name, upper(d.region) AS region FROM ns.fact f JOIN ns.dim d ON f.dim_id = d.id WHERE f.amount > 1"},
 	{"l", "id", "join", "SELECT f.id, f.amount, d.name, coalesce(d.region, 'none') AS region FROM ns.fact f LEFT JOIN ns.dim d ON f.dim_id = d.id AND d.region <> 'xx'"},
 	{"g", "cat", "group-by", "SELECT cat, count(*) AS n, CAST(sum(amount) AS BIGINT) AS total, min(amount) AS lo, max(amount) AS hi, count(DISTINCT amount) AS d FROM ns.fact WHERE cat IS NOT NULL GROUP BY cat"},
+	{"gi", "name", "group-by-join", "SELECT d.name, count(*) AS n, CAST(sum(f.amount) AS BIGINT) AS total, min(f.amount) AS lo FROM ns.fact f JOIN ns.dim d ON f.dim_id = d.id GROUP BY d.name"},
+	{"gl", "region", "group-by-join", "SELECT coalesce(d.region, 'none') AS region, count(*) AS n, CAST(sum(f.amount) AS BIGINT) AS total, max(f.amount) AS hi FROM ns.fact f LEFT JOIN ns.dim d ON f.dim_id = d.id GROUP BY coalesce(d.region, 'none')"},
 }
 
-// TestSQLTransformMatchesSpark: floe's SQL transforms (join and group-by
-// rules), built incrementally by floe run (every build after the first)
+// TestSQLTransformMatchesSpark: floe's SQL transforms (join, group-by
+// and group-by-join rules), built incrementally by floe run (every build after the first)
 // after each change of their
 // sources (copy-on-write, position deletes, deletion vectors), equal the
 // same query run by Spark in full over the sources' end state, read
