@@ -52,22 +52,7 @@ func TestAnalyzeGroupBy(t *testing.T) {
 		{"SELECT cat AS c, count(*) AS n FROM ns.src WHERE cat <> 'a' GROUP BY cat", "c", ""},
 		{"SELECT cat, rank() OVER (ORDER BY count(*)) AS r FROM ns.src GROUP BY cat", "cat", "window function"},
 	} {
-		p, err := sqltx.Analyze(ctx, s, c.query)
-		if err != nil {
-			t.Errorf("%s: %v", c.query, err)
-			continue
-		}
-		var keys []string
-		if c.keys != "" {
-			keys = strings.Split(c.keys, ",")
-		}
-		rule, reason := p.RuleFor(keys)
-		switch {
-		case c.reason == "" && rule != sqltx.RuleGroupBy:
-			t.Errorf("%s: rule %s (%s), want group-by", c.query, rule, reason)
-		case c.reason != "" && (rule != sqltx.RuleFull || !strings.Contains(reason, c.reason)):
-			t.Errorf("%s: rule %s (%s), want full because of %q", c.query, rule, reason, c.reason)
-		}
+		checkRule(t, ctx, s, c.query, c.keys, sqltx.RuleGroupBy, c.reason)
 	}
 }
 

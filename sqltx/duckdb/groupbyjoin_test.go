@@ -48,22 +48,7 @@ func TestAnalyzeGroupByJoin(t *testing.T) {
 		{"SELECT count(*) AS n FROM ns.fact f JOIN ns.dim d ON f.dim_id = d.id GROUP BY d.region", "n", "not a column of the result"},
 		{"SELECT d.region, count(*) AS n FROM ns.fact f JOIN (SELECT * FROM ns.dim) d ON f.dim_id = d.id GROUP BY d.region", "region", "not a table"},
 	} {
-		p, err := sqltx.Analyze(ctx, s, c.query)
-		if err != nil {
-			t.Errorf("%s: %v", c.query, err)
-			continue
-		}
-		var keys []string
-		if c.keys != "" {
-			keys = strings.Split(c.keys, ",")
-		}
-		rule, reason := p.RuleFor(keys)
-		switch {
-		case c.reason == "" && rule != sqltx.RuleGroupByJoin:
-			t.Errorf("%s: rule %s (%s), want group-by-join", c.query, rule, reason)
-		case c.reason != "" && (rule != sqltx.RuleFull || !strings.Contains(reason, c.reason)):
-			t.Errorf("%s: rule %s (%s), want full because of %q", c.query, rule, reason, c.reason)
-		}
+		checkRule(t, ctx, s, c.query, c.keys, sqltx.RuleGroupByJoin, c.reason)
 	}
 }
 

@@ -174,3 +174,26 @@ func (e *env) summary(name string) iceberg.Properties {
 }
 
 var _ table.Identifier
+
+// checkRule fails t unless query, keyed by keys (comma-separated), follows
+// want, or, when reason is set, is rebuilt in full for a reason that
+// contains it.
+func checkRule(t *testing.T, ctx context.Context, s sqltx.Session, query, keys, want, reason string) {
+	t.Helper()
+	p, err := sqltx.Analyze(ctx, s, query)
+	if err != nil {
+		t.Errorf("%s: %v", query, err)
+		return
+	}
+	var ks []string
+	if keys != "" {
+		ks = strings.Split(keys, ",")
+	}
+	rule, why := p.RuleFor(ks)
+	switch {
+	case reason == "" && rule != want:
+		t.Errorf("%s: rule %s (%s), want %s", query, rule, why, want)
+	case reason != "" && (rule != sqltx.RuleFull || !strings.Contains(why, reason)):
+		t.Errorf("%s: rule %s (%s), want full because of %q", query, rule, why, reason)
+	}
+}
