@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"sync/atomic"
 
@@ -50,6 +51,7 @@ type pairer struct {
 	emit    func(side int, rec arrow.RecordBatch) error // takes the batch
 	sides   [2]pairSide                                 // 0: deletes, 1: inserts
 	held    int64                                       // bytes of the retained batches
+	peak    int64                                       // the most held after a batch was queued (tests)
 	seq     int64
 	cmp     *rows.RunComparer // made from the first batch's schema
 	runLen  int               // rows the aligned path compares at once
@@ -315,9 +317,15 @@ func (p *pairer) advance(s, k int) error {
 		p.free(b)
 		return nil
 	}
+	if b.nAlive*compactFraction <= len(b.alive) {
+		if err := p.compact(s, b); err != nil {
+			return err
+		}
+	}
 	p.seq++
 	b.seq = p.seq
 	me.queue = append(me.queue, b)
+	p.peak = max(p.peak, p.held)
 	for p.held > p.budget {
 		evicted, err := p.evictOldest()
 		if err != nil {
@@ -337,6 +345,54 @@ func (p *pairer) advance(s, k int) error {
 		}
 		p.sides[s].queue = q
 	}
+	return nil
+}
+
+// compactFraction: a batch done with at most 1/compactFraction of its rows
+// unmatched is compacted before it is queued (see compact).
+const compactFraction = 4
+
+// compact replaces the record of batch b of side s, done and queued next,
+// by its unmatched rows only, so that the window holds those rows rather
+// than the whole decoded batch. A copy-on-write update of scattered rows
+// leaves a few unmatched rows (the updated ones) in every batch: without
+// this the window filled with whole batches up to its budget, nearly all
+// of their rows cancelled. The rows, their order and their hashes stay
+// the same; only their indexes in b change, and with them the refs of
+// the index nodes that point at them.
+func (p *pairer) compact(s int, b *pairBatch) error {
+	sel, err := rows.Select(p.ctx, b.rec, b.alive)
+	if err != nil {
+		return err
+	}
+	side := &p.sides[s]
+	hashes := make([]uint64, 0, b.nAlive)
+	for i, alive := range b.alive {
+		if !alive {
+			continue
+		}
+		h := b.hashes[i]
+		n, ok := side.head.get(h)
+		for ok && n >= 0 && (side.nodes[n].ref.b != b || side.nodes[n].ref.i != int32(i)) {
+			n = side.nodes[n].next
+		}
+		if !ok || n < 0 {
+			sel.Release()
+			return fmt.Errorf("changelog: pairing: unmatched row %d of a batch is missing from the index", i)
+		}
+		side.nodes[n].ref.i = int32(len(hashes))
+		hashes = append(hashes, h)
+	}
+	b.rec.Release()
+	b.rec = sel
+	b.hashes = hashes
+	b.alive = make([]bool, len(hashes))
+	for i := range b.alive {
+		b.alive[i] = true
+	}
+	p.held -= b.size
+	b.size = rows.RecordSize(sel)
+	p.held += b.size
 	return nil
 }
 

@@ -111,6 +111,7 @@ type Changelog struct {
 	reader   *scan.Reader
 	dataSch  *arrow.Schema // all table columns
 	full     *arrow.Schema // data + metadata columns
+	meta     *metaColumns  // builds the metadata columns of full
 	out      *arrow.Schema // projected data + metadata columns
 	outCols  []int
 	idCols   []int // identifier column indexes in data
@@ -209,6 +210,7 @@ func Open(ctx context.Context, tbl *table.Table, o Options) (*Changelog, error) 
 		{Name: CommitSnapshotColumn, Type: arrow.PrimitiveTypes.Int64},
 	}
 	c.full = arrow.NewSchema(append(append([]arrow.Field{}, dataSch.Fields()...), meta...), nil)
+	c.meta = newMetaColumns(c.full)
 	var outFields []arrow.Field
 	if o.Columns == nil {
 		c.outCols = append([]int{}, c.dataCols...)

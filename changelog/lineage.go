@@ -183,7 +183,7 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 			}
 			data := rows.Project(b.Rec, src.c.dataSch, src.c.dataCols)
 			b.Release()
-			if !yieldSelected(ctx, data, keep, Delete, ordinal, s.SnapshotID, src.c.full, yield) {
+			if !yieldSelected(ctx, data, keep, Delete, ordinal, s.SnapshotID, src.c.meta, yield) {
 				return
 			}
 		}
@@ -205,7 +205,7 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 			for j, p := range b.Pos {
 				keep[j] = changed[b.file].Contains(uint64(p))
 			}
-			if !yieldSelected(ctx, b.Rec, keep, Insert, ordinal, s.SnapshotID, src.c.full, yield) {
+			if !yieldSelected(ctx, b.Rec, keep, Insert, ordinal, s.SnapshotID, src.c.meta, yield) {
 				return
 			}
 		}
@@ -254,7 +254,7 @@ func forLineage(ctx context.Context, r *scan.Reader, e *scan.Entry, lin scan.Lin
 
 // yieldSelected yields the rows of data that keep selects, as raw changes
 // of kind. It takes data and reports whether to go on.
-func yieldSelected(ctx context.Context, data arrow.RecordBatch, keep []bool, kind string, ordinal int, snapshotID int64, full *arrow.Schema,
+func yieldSelected(ctx context.Context, data arrow.RecordBatch, keep []bool, kind string, ordinal int, snapshotID int64, meta *metaColumns,
 	yield func(arrow.RecordBatch, error) bool) bool {
 	sel, err := rows.Select(ctx, data, keep)
 	data.Release()
@@ -266,7 +266,7 @@ func yieldSelected(ctx context.Context, data arrow.RecordBatch, keep []bool, kin
 		sel.Release()
 		return true
 	}
-	out, err := withMeta(full, sel, kind, ordinal, snapshotID)
+	out, err := meta.withMeta(sel, kind, ordinal, snapshotID)
 	sel.Release()
 	if err != nil {
 		yield(nil, err)

@@ -33,6 +33,9 @@ func (c *Changelog) run(ctx context.Context, emit func(arrow.RecordBatch) bool) 
 	if err != nil {
 		return err
 	}
+	// The constant metadata arrays are kept for the read only (the
+	// batches that use them hold their own references).
+	defer c.meta.release()
 	src := &source{c: c, fs: fs, states: map[string]*scan.State{}, keepCarryovers: c.opts.NetChanges}
 	// whole holds the rows of the whole range for the views computed over
 	// it: net changes group whole rows, per-key views identifiers.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -184,7 +185,7 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 	emit := sink(k)
 	r := src.c.reader
 	mk := func(rec arrow.RecordBatch, kind string) error {
-		out, err := withMeta(src.c.full, rec, kind, ordinal, s.SnapshotID)
+		out, err := src.c.meta.withMeta(rec, kind, ordinal, s.SnapshotID)
 		if err != nil {
 			return err
 		}
@@ -231,7 +232,7 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 		// takes their batches in its fixed order.
 		sideKind := [2]string{Delete, Insert}
 		p := newPairer(ctx, src.c.dataCols, pairWindow(src.c.opts.MemoryBudget), func(side int, rec arrow.RecordBatch) error {
-			out, err := withMeta(src.c.full, rec, sideKind[side], ordinal, s.SnapshotID)
+			out, err := src.c.meta.withMeta(rec, sideKind[side], ordinal, s.SnapshotID)
 			rec.Release()
 			if err != nil {
 				return err
@@ -468,24 +469,89 @@ func (src *source) emitDiff(ctx context.Context, r *scan.Reader, df iceberg.Data
 	return nil
 }
 
-// withMeta appends the three metadata columns to a batch of data rows.
-func withMeta(full *arrow.Schema, rec arrow.RecordBatch, kind string, ordinal int, snapshotID int64) (arrow.RecordBatch, error) {
+// metaColumns appends the three metadata columns to batches of data rows
+// of schema full. Within a snapshot the columns are constants, and most
+// batches have the same length (the reader's batch size), so it builds
+// each constant array once per (column, value, length) and gives every
+// batch that needs it a reference to the same array, instead of
+// materialising the three columns per batch. It keeps the arrays of the
+// last few (value, length) pairs: lengths that come and go (the last
+// batch of a file, selected rows) only cost a rebuild. Safe for
+// concurrent use.
+type metaColumns struct {
+	full *arrow.Schema
+
+	mu     sync.Mutex
+	arrays map[metaKey]arrow.Array
+}
+
+type metaKey struct {
+	col int // 0: _change_type, 1: _change_ordinal, 2: _commit_snapshot_id
+	s   string
+	i   int64
+	n   int
+}
+
+// maxMetaArrays bounds the arrays a metaColumns keeps: with 64k-row
+// batches the three columns of one (kind, snapshot) take about 1.6 MiB.
+const maxMetaArrays = 12
+
+func newMetaColumns(full *arrow.Schema) *metaColumns {
+	return &metaColumns{full: full, arrays: map[metaKey]arrow.Array{}}
+}
+
+// withMeta returns rec with the metadata columns of kind, ordinal and
+// snapshotID appended. It does not take rec.
+func (m *metaColumns) withMeta(rec arrow.RecordBatch, kind string, ordinal int, snapshotID int64) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
-	ct, err := rows.ConstantArray(arrow.BinaryTypes.String, kind, n)
+	ct, err := m.constant(metaKey{col: 0, s: kind, n: n}, arrow.BinaryTypes.String, kind)
 	if err != nil {
 		return nil, err
 	}
 	defer ct.Release()
-	co, err := rows.ConstantArray(arrow.PrimitiveTypes.Int32, int32(ordinal), n)
+	co, err := m.constant(metaKey{col: 1, i: int64(ordinal), n: n}, arrow.PrimitiveTypes.Int32, int32(ordinal))
 	if err != nil {
 		return nil, err
 	}
 	defer co.Release()
-	cs, err := rows.ConstantArray(arrow.PrimitiveTypes.Int64, snapshotID, n)
+	cs, err := m.constant(metaKey{col: 2, i: snapshotID, n: n}, arrow.PrimitiveTypes.Int64, snapshotID)
 	if err != nil {
 		return nil, err
 	}
 	defer cs.Release()
 	cols := append(append([]arrow.Array{}, rec.Columns()...), ct, co, cs)
-	return array.NewRecordBatch(full, cols, int64(n)), nil
+	return array.NewRecordBatch(m.full, cols, int64(n)), nil
+}
+
+// constant returns (a new reference to) the array of k.n copies of v.
+func (m *metaColumns) constant(k metaKey, dt arrow.DataType, v any) (arrow.Array, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a, ok := m.arrays[k]; ok {
+		a.Retain()
+		return a, nil
+	}
+	a, err := rows.ConstantArray(dt, v, k.n)
+	if err != nil {
+		return nil, fmt.Errorf("changelog: metadata column %s: %w", m.full.Field(m.full.NumFields()-3+k.col).Name, err)
+	}
+	if len(m.arrays) >= maxMetaArrays {
+		for key, old := range m.arrays {
+			old.Release()
+			delete(m.arrays, key)
+		}
+	}
+	m.arrays[k] = a
+	a.Retain()
+	return a, nil
+}
+
+// release drops the kept arrays.
+func (m *metaColumns) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, a := range m.arrays {
+		a.Release()
+		delete(m.arrays, key)
+	}
 }

@@ -69,3 +69,14 @@ func seq(from, to int64) []int64 {
 	}
 	return out
 }
+
+// SetDirect turns direct reads on or off and returns the previous
+// setting (for the tests of package scan_test).
+func SetDirect(on bool) bool {
+	prev := useDirect
+	useDirect = on
+	return prev
+}
+
+// DirectReads is how many files were read directly so far.
+func DirectReads() int64 { return directReads.Load() }

@@ -414,15 +414,24 @@ func (d *DeleteSet) Deleted(rec arrow.RecordBatch, colOf map[int]int, i int, pos
 }
 
 // raw reads a file (data or equality delete) projected onto names, in file
-// order, with no deletes applied. It relies on iceberg-go's reader for the
-// projection by field ID, type promotion and name mapping, giving it one
-// task with no delete files and no filter so that rows keep their order.
+// order, with no deletes applied. A data file whose columns are stored as
+// the schema has them is read directly (see direct: through small buffers
+// rather than whole column chunks). Otherwise it relies on iceberg-go's
+// reader for the projection by field ID, type promotion and name mapping,
+// giving it one task with no delete files and no filter so that rows keep
+// their order.
 //
 // With lin, the task carries the file's row-lineage constants, so that
 // iceberg-go fills the _row_id and _last_updated_sequence_number columns
 // names may ask for where the file does not store them (or stores NULL).
 func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
+		if lin == nil {
+			if seq, ok := r.direct(ctx, df, names); ok {
+				seq(yield)
+				return
+			}
+		}
 		opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithArrowBatchSize(r.batchSize), table.WithMaxConcurrency(1)}
 		if r.snapshotID != nil {
 			opts = append(opts, table.WithSnapshotID(*r.snapshotID))
