@@ -30,6 +30,7 @@ var publicPackages = []string{
 	module + "/merge",
 	module + "/pipeline",
 	module + "/pipeline/web",
+	module + "/gcsio",
 	module + "/s3io",
 	module + "/tableops",
 }

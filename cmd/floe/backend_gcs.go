@@ -2,5 +2,6 @@
 
 package main
 
-// Google Cloud Storage (gs://), iceberg-go's IO.
-import _ "github.com/apache/iceberg-go/io/gocloud/gcs"
+// Google Cloud Storage (gs://): floe's GCS IO (package gcsio: iceberg-go's
+// settings, with a request timeout and bounded retries).
+import _ "github.com/floedata/floe/gcsio"

@@ -1,0 +1,82 @@
+package gcsio_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+
+	_ "github.com/floedata/floe/gcsio"
+)
+
+// A GCS endpoint that accepts connections and never answers fails reads
+// and writes after the request timeout and the retries, with an error
+// naming gcs.request-timeout; before, floe waited forever.
+func TestStalledServerFails(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 64)
+	defer func() {
+		ln.Close()
+		for len(held) > 0 {
+			(<-held).Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case held <- c: // held open, never answered
+			default:
+				c.Close()
+			}
+		}
+	}()
+	props := map[string]string{
+		"gcs.endpoint":          "http://" + ln.Addr().String() + "/storage/v1/",
+		"gcs.no-auth":           "true",
+		"gcs.request-timeout":   "300ms",
+		"gcs.retry.num-retries": "1",
+	}
+	ctx := context.Background()
+	fsys, err := iceio.LoadFS(ctx, props, "gs://bucket/wh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"read": func() error { _, err := fsys.(iceio.ReadFileIO).ReadFile("gs://bucket/wh/x.json"); return err },
+		"write": func() error {
+			return fsys.(iceio.WriteFileIO).WriteFile("gs://bucket/wh/y.json", []byte("{}"))
+		},
+	} {
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- op() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "gcs.request-timeout") {
+				t.Errorf("%s: error %v, want one naming gcs.request-timeout", name, err)
+			}
+			t.Logf("%s failed after %v: %v", name, time.Since(start).Round(time.Millisecond), err)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: still waiting after 60s", name)
+		}
+	}
+}
+
+func TestBadSettings(t *testing.T) {
+	for key, v := range map[string]string{"gcs.request-timeout": "soon", "gcs.connect-timeout": "-1s", "gcs.retry.num-retries": "many"} {
+		_, err := iceio.LoadFS(context.Background(), map[string]string{key: v, "gcs.no-auth": "true"}, "gs://bucket/wh")
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: error %v, want one naming the setting", key, v, err)
+		}
+	}
+}
