@@ -65,11 +65,11 @@ func newGCSIO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 	if parsed.Host == "" {
 		return nil, fmt.Errorf("%s: no bucket in the location", parsed.String())
 	}
-	stall, err := duration(props, KeyRequestTimeout, DefaultRequestTimeout)
+	stall, err := stallnet.Duration(props, KeyRequestTimeout, DefaultRequestTimeout)
 	if err != nil {
 		return nil, err
 	}
-	connect, err := duration(props, KeyConnectTimeout, DefaultConnectTimeout)
+	connect, err := stallnet.Duration(props, KeyConnectTimeout, DefaultConnectTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -102,23 +102,6 @@ func newGCSIO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 		return nil, fmt.Errorf("gs://%s: %w", parsed.Host, err)
 	}
 	return blobfs.New(ctx, bucket, blobfs.DefaultObjectLocationExtractor(parsed.Host, "gs")), nil
-}
-
-func duration(props map[string]string, key string, def time.Duration) (time.Duration, error) {
-	v := strings.TrimSpace(props[key])
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		if n, nerr := strconv.ParseInt(v, 10, 64); nerr == nil {
-			d, err = time.Duration(n)*time.Millisecond, nil // a number: milliseconds
-		}
-	}
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s %q: want a positive duration such as 30s (or milliseconds)", key, v)
-	}
-	return d, nil
 }
 
 // gcsScope is the scope iceberg-go's GCS IO asks keys for.

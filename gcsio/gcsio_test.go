@@ -43,7 +43,7 @@ func TestStalledServerFails(t *testing.T) {
 	props := map[string]string{
 		"gcs.endpoint":          "http://" + ln.Addr().String() + "/storage/v1/",
 		"gcs.no-auth":           "true",
-		"gcs.request-timeout":   "300ms",
+		"gcs.request-timeout":   "0.3", // seconds, as for s3.request-timeout
 		"gcs.retry.num-retries": "1",
 	}
 	ctx := context.Background()
@@ -62,7 +62,7 @@ func TestStalledServerFails(t *testing.T) {
 		go func() { done <- op() }()
 		select {
 		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "gcs.request-timeout") {
+			if err == nil || !strings.Contains(err.Error(), "for 300ms (gcs.request-timeout)") {
 				t.Errorf("%s: error %v, want one naming gcs.request-timeout", name, err)
 			}
 			t.Logf("%s failed after %v: %v", name, time.Since(start).Round(time.Millisecond), err)

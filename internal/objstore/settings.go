@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/floedata/floe/internal/stallnet"
 )
 
 // Storage property names floe reads for s3:// locations, beyond the ones
@@ -208,21 +210,7 @@ func parseS3Settings(props map[string]string) (s3Settings, error) {
 // durationSetting parses a duration given as seconds ("30", "1.5") or as a Go
 // duration ("30s", "5m").
 func durationSetting(props map[string]string, key string, def time.Duration) (time.Duration, error) {
-	v, ok := props[key]
-	if !ok || strings.TrimSpace(v) == "" {
-		return def, nil
-	}
-	v = strings.TrimSpace(v)
-	var d time.Duration
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		d = time.Duration(secs * float64(time.Second))
-	} else if d, err = time.ParseDuration(v); err != nil {
-		return 0, fmt.Errorf("%s %q: want seconds (30) or a duration (30s, 5m)", key, v)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%s %q: want a positive duration", key, v)
-	}
-	return d, nil
+	return stallnet.Duration(props, key, def)
 }
 
 func millisSetting(props map[string]string, key string, def time.Duration) (time.Duration, error) {

@@ -133,12 +133,8 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 				cols[k] = rec.Column(c)
 			}
 			out := array.NewRecordBatch(want, cols, rec.NumRows())
-			n := rec.NumRows()
-			pos := make([]int64, n)
-			for i := range pos {
-				pos[i] = next + int64(i)
-			}
-			next += n
+			pos := positions(next, rec.NumRows())
+			next += rec.NumRows()
 			if !yield(Batch{Rec: out, Pos: pos}, nil) {
 				return
 			}

@@ -483,12 +483,8 @@ func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string, l
 				rec.Release()
 				rec = re
 			}
-			n := rec.NumRows()
-			pos := make([]int64, n)
-			for i := range pos {
-				pos[i] = next + int64(i)
-			}
-			next += n
+			pos := positions(next, rec.NumRows())
+			next += rec.NumRows()
 			if !yield(Batch{Rec: rec, Pos: pos}, nil) {
 				return
 			}
@@ -508,4 +504,13 @@ func (r *Reader) PositionDeletePaths(ctx context.Context, pf iceberg.DataFile) (
 		out = append(out, path)
 	}
 	return out, nil
+}
+
+// positions are the file positions of a batch of n rows starting at next.
+func positions(next, n int64) []int64 {
+	pos := make([]int64, n)
+	for i := range pos {
+		pos[i] = next + int64(i)
+	}
+	return pos
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,4 +76,24 @@ func Dialer(connect, stall time.Duration, key string) func(ctx context.Context, 
 		}
 		return &Conn{Conn: c, Timeout: stall, Key: key}, nil
 	}
+}
+
+// Duration reads the timeout setting key of props: seconds (30, 0.5) or a
+// Go duration (30s, 5m); def when unset. The object store IOs read their
+// timeouts with it, so a number means the same in s3.* and gcs.* keys.
+func Duration(props map[string]string, key string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(props[key])
+	if v == "" {
+		return def, nil
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		d = time.Duration(secs * float64(time.Second))
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return 0, fmt.Errorf("%s %q: want seconds (30) or a duration (30s, 5m)", key, v)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s %q: want a positive duration", key, v)
+	}
+	return d, nil
 }
