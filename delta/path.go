@@ -100,6 +100,9 @@ func (r tableRoot) resolve(raw string) (string, error) {
 				return "", fmt.Errorf("%w: path %q is outside table %s", ErrPathEscapesRoot, raw, r)
 			}
 		}
+		if err := checkNUL(u.Path, raw); err != nil {
+			return "", err
+		}
 		return r.under(prefix, u.Path, raw)
 	}
 	if strings.HasPrefix(raw, "/") {
@@ -107,17 +110,33 @@ func (r tableRoot) resolve(raw string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%w: path %q has a bad escape: %v", ErrCorruptLog, raw, err)
 		}
+		if err := checkNUL(dec, raw); err != nil {
+			return "", err
+		}
 		return r.under(r.prefix, dec, raw)
 	}
 	dec, err := url.PathUnescape(raw)
 	if err != nil {
 		return "", fmt.Errorf("%w: path %q has a bad escape: %v", ErrCorruptLog, raw, err)
 	}
+	if err := checkNUL(dec, raw); err != nil {
+		return "", err
+	}
 	clean := path.Clean(dec)
 	if clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
 		return "", fmt.Errorf("%w: path %q resolves outside table %s", ErrPathEscapesRoot, raw, r)
 	}
 	return r.join(clean), nil
+}
+
+// checkNUL refuses a path whose decoded form holds a NUL byte: no file
+// system or object store names a file so, and the operating system would
+// answer only "invalid argument".
+func checkNUL(dec, raw string) error {
+	if strings.IndexByte(dec, 0) >= 0 {
+		return fmt.Errorf("%w: path %q holds a NUL byte", ErrCorruptLog, raw)
+	}
+	return nil
 }
 
 // under checks that absolute path p (decoded) lies under the root.
