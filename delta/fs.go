@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -70,7 +71,7 @@ func (LocalFS) Open(ctx context.Context, location string) (File, error) {
 	}
 	f, err := os.Open(filepath.FromSlash(location))
 	if err != nil {
-		return nil, err
+		return nil, noSuchFile(err)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -79,9 +80,31 @@ func (LocalFS) Open(ctx context.Context, location string) (File, error) {
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: location, Err: errors.New("is a directory")}
+		return nil, &fs.PathError{Op: "open", Path: location, Err: notAFile{errors.New("is a directory")}}
 	}
 	return &localFile{File: f, size: st.Size()}, nil
+}
+
+// notAFile is the cause of a failed open or stat of a location at which no
+// file can exist: a directory where a file is named, a path through a file
+// (ENOTDIR) or with a name too long for the file system. It reports as
+// fs.ErrNotExist, as the FileSystem contract asks of a missing file, and
+// keeps the operating system's words.
+type notAFile struct{ err error }
+
+func (e notAFile) Error() string        { return e.err.Error() }
+func (e notAFile) Unwrap() error        { return e.err }
+func (e notAFile) Is(target error) bool { return target == fs.ErrNotExist }
+
+// noSuchFile marks the errors of os.Open and os.Stat that mean that no file
+// can be at the path as notAFile; others (permissions, I/O) are returned as
+// they are.
+func noSuchFile(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && (errors.Is(pe.Err, syscall.ENOTDIR) || errors.Is(pe.Err, syscall.ENAMETOOLONG)) {
+		return &fs.PathError{Op: pe.Op, Path: pe.Path, Err: notAFile{pe.Err}}
+	}
+	return err
 }
 
 // Stat describes the file or directory at location.
@@ -91,7 +114,7 @@ func (LocalFS) Stat(ctx context.Context, location string) (FileInfo, error) {
 	}
 	st, err := os.Stat(filepath.FromSlash(location))
 	if err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, noSuchFile(err)
 	}
 	return FileInfo{Name: st.Name(), Location: location, Size: st.Size(), ModTime: st.ModTime(), IsDir: st.IsDir()}, nil
 }

@@ -69,7 +69,7 @@ func (a icebergFS) Open(ctx context.Context, location string) (File, error) {
 	}
 	f, err := a.io.Open(location)
 	if err != nil {
-		return nil, err
+		return nil, noSuchFile(err)
 	}
 	st, err := f.Stat()
 	if err != nil {
