@@ -137,6 +137,12 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 			}
 			if err != nil {
 				drop()
+				// A check only reads, and the build's writes so far are on
+				// the staging branch, which is dropped: a lost answer to it
+				// costs nothing, and the user must be told so.
+				if errors.Is(err, ErrAnswerLost) {
+					return nil, notCommitted(name, err)
+				}
 				return nil, fmt.Errorf("output %s: %w", name, err)
 			}
 			continue

@@ -243,6 +243,43 @@ func TestLostAnswerResolvedByBuildID(t *testing.T) {
 	t.Logf("resets %d: answer lost and found by build id %d, lost and not committed %d", p.Resets(), found, failed)
 }
 
+// TestLostCheckAnswerCommitsNothing drops the Connect stream while the
+// build's duplicate-key check runs (before any write is published): the
+// build fails saying nothing was committed, and a rerun converges.
+func TestLostCheckAnswerCommitsNothing(t *testing.T) {
+	rem := remote(t)
+	p, err := tcpfault.Start(strings.TrimPrefix(rem, "sc://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	proxied := "sc://" + p.Addr()
+	w := newWH(t)
+	w.run("namespace", "create", "ns")
+	w.run("table", "create", "ns.src", "--schema", "id long not null, status string, amount double", "--identifier", "id")
+	w.run("table", "append", "ns.src", w.file("a.jsonl", row(1, "active", 10), row(2, "closed", 20)))
+	w.run("sync", "ns.src", "ns.l", "--key", "id")
+	w.run("sync", "ns.src", "ns.s", "--key", "id", "--engine", "spark", "--spark-remote", rem)
+	before, _ := w.props("ns.s")
+	w.run("table", "update", "ns.src", "--set", "amount = amount + 1", "--where", "id = 1")
+	w.run("sync", "ns.src", "ns.l", "--key", "id")
+	p.Arm([]byte("HAVING count(*) > 1"), 0)
+	_, errs, code := w.try("sync", "ns.src", "ns.s", "--key", "id", "--engine", "spark", "--spark-remote", proxied)
+	p.Disarm()
+	if p.Resets() == 0 {
+		t.Fatalf("the proxy never saw the check statement (exit %d): %s", code, errs)
+	}
+	if code == 0 || !strings.Contains(errs, "was lost") || !strings.Contains(errs, "nothing was committed") {
+		t.Fatalf("a lost answer to the check must fail the build saying nothing was committed: exit %d: %s", code, errs)
+	}
+	after, _ := w.props("ns.s")
+	if before["watermark.source-snapshot-id"] != after["watermark.source-snapshot-id"] {
+		t.Fatalf("the watermark moved although nothing was committed: %s -> %s", before["watermark.source-snapshot-id"], after["watermark.source-snapshot-id"])
+	}
+	w.run("sync", "ns.src", "ns.s", "--key", "id", "--engine", "spark", "--spark-remote", rem)
+	w.same("ns.l", "ns.s")
+}
+
 // TestConcurrentLocalAndSpark: a local build and a Spark build of one
 // output at once; one wins, the other commits nothing and says so.
 func TestConcurrentLocalAndSpark(t *testing.T) {
