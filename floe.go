@@ -57,8 +57,8 @@
 //		_ "github.com/apache/iceberg-go/catalog/glue" // type: glue
 //		_ "github.com/apache/iceberg-go/catalog/hive" // type: hive
 //		_ "github.com/floedata/floe/s3io"             // s3://, s3a://, s3n://, oss:// (floe's S3 IO)
-//		_ "github.com/apache/iceberg-go/io/gocloud/gcs"   // gs://
-//		_ "github.com/apache/iceberg-go/io/gocloud/azure" // abfs://, abfss://, wasb://, wasbs://
+//		_ "github.com/floedata/floe/gcsio"            // gs:// (floe's GCS IO)
+//		_ "github.com/floedata/floe/azio"             // abfs://, abfss://, wasb://, wasbs:// (floe's Azure IO)
 //	)
 //
 // A catalog or location whose backend is not compiled in fails with an

@@ -7,22 +7,26 @@
 #       local folder (jclouds filesystem backend), started by internal/objstoretest
 #   fake-gcs-server v1.56.1 (Go module github.com/fsouza/fake-gcs-server): a GCS JSON API
 #       emulator, built with go install
+#   Azurite 3.35.0 (npm package azurite): an Azure Blob Storage emulator on Node.js, installed
+#       with npm install --prefix; 3.35.0 is the newest that declares support for Node 20
 #   faketime (Debian package): runs s3proxy with a skewed clock
 #
 # Everything goes under ${FLOE_CACHE:-$HOME/.cache/floe}/storage/. Each part is installed only
 # when it is missing, into a temporary name first and then moved into place, so a half-done
 # install is redone; concurrent runs are serialised by a lock file. The tests find the servers
-# at those paths (or at $FLOE_S3PROXY_JAR and $FLOE_FAKE_GCS_SERVER) and skip when they are
+# at those paths (or at $FLOE_S3PROXY_JAR, $FLOE_FAKE_GCS_SERVER and $FLOE_AZURITE) and skip when they are
 # absent, unless FLOE_STORAGE_REQUIRED=1.
 set -euo pipefail
 
 S3PROXY_VERSION=3.1.0
 FAKE_GCS_VERSION=v1.56.1
+AZURITE_VERSION=3.35.0
 
 CACHE=${FLOE_CACHE:-$HOME/.cache/floe}
 DIR="$CACHE/storage"
 S3PROXY_JAR="$DIR/s3proxy-$S3PROXY_VERSION/s3proxy-$S3PROXY_VERSION-jar-with-dependencies.jar"
 FAKE_GCS="$DIR/fake-gcs-server-$FAKE_GCS_VERSION/fake-gcs-server"
+AZURITE="$DIR/azurite-$AZURITE_VERSION/node_modules/azurite/dist/src/blob/main.js"
 
 log() { printf 'storage: %s\n' "$*" >&2; }
 die() { printf 'storage: error: %s\n' "$*" >&2; exit 1; }
@@ -91,6 +95,27 @@ install_fake_gcs() {
 	mv "$tmp" "$final"
 }
 
+install_azurite() {
+	if [[ -f "$AZURITE" ]]; then
+		log "Azurite $AZURITE_VERSION up to date: $AZURITE"
+		return
+	fi
+	command -v node >/dev/null || die "node not found: Azurite runs on Node.js (apt-get install nodejs npm)"
+	command -v npm >/dev/null || die "npm not found: Azurite is installed with npm (apt-get install npm)"
+	log "installing Azurite $AZURITE_VERSION (npm)"
+	local final tmp
+	final="$DIR/azurite-$AZURITE_VERSION"
+	tmp="$final.tmp.$$"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	# --ignore-scripts: nothing Azurite's blob service needs runs at install time.
+	retry 2 npm install --prefix "$tmp" --no-audit --no-fund --ignore-scripts --no-save "azurite@$AZURITE_VERSION" >"$DIR/npm.log" 2>&1 ||
+		{ tail -n 30 "$DIR/npm.log" >&2; die "npm install azurite@$AZURITE_VERSION failed (see $DIR/npm.log)"; }
+	[[ -f "$tmp/node_modules/azurite/dist/src/blob/main.js" ]] || die "Azurite missing after npm install (see $DIR/npm.log)"
+	rm -rf "$final"
+	mv "$tmp" "$final"
+}
+
 # libfaketime runs s3proxy with a skewed clock for the clock skew test (Debian's package).
 install_faketime() {
 	if command -v faketime >/dev/null; then
@@ -106,5 +131,6 @@ install_faketime() {
 
 install_s3proxy
 install_fake_gcs
+install_azurite
 install_faketime
-log "ready: FLOE_S3PROXY_JAR=$S3PROXY_JAR FLOE_FAKE_GCS_SERVER=$FAKE_GCS"
+log "ready: FLOE_S3PROXY_JAR=$S3PROXY_JAR FLOE_FAKE_GCS_SERVER=$FAKE_GCS FLOE_AZURITE=$AZURITE"

@@ -43,7 +43,7 @@ func parseRoot(location string) (tableRoot, error) {
 			return localRoot(u.Path)
 		}
 		p := path.Clean("/" + u.Path)
-		return tableRoot{scheme: scheme, prefix: scheme + "://" + u.Host, path: p}, nil
+		return tableRoot{scheme: scheme, prefix: scheme + "://" + authority(u), path: p}, nil
 	}
 	return localRoot(location)
 }
@@ -54,6 +54,18 @@ func localRoot(p string) (tableRoot, error) {
 		return tableRoot{}, fmt.Errorf("%w: table location %q: %v", ErrNotATable, p, err)
 	}
 	return tableRoot{path: filepath.ToSlash(abs)}, nil
+}
+
+// authority is the authority of an object store URI: the host, after the
+// user name when there is one, which for Azure locations
+// (abfss://container@account.dfs.core.windows.net/path) is the container.
+// A password is left out, so that a location in an error or a log never
+// shows one.
+func authority(u *url.URL) string {
+	if u.User == nil || u.User.Username() == "" {
+		return u.Host
+	}
+	return url.User(u.User.Username()).String() + "@" + u.Host
 }
 
 // uriScheme returns the scheme of s when s starts with one ("s3:", "file:").
@@ -95,7 +107,7 @@ func (r tableRoot) resolve(raw string) (string, error) {
 				return "", fmt.Errorf("%w: path %q is a local file of table %s", ErrPathEscapesRoot, raw, r)
 			}
 		} else {
-			prefix = scheme + "://" + u.Host
+			prefix = scheme + "://" + authority(u)
 			if prefix != r.prefix {
 				return "", fmt.Errorf("%w: path %q is outside table %s", ErrPathEscapesRoot, raw, r)
 			}

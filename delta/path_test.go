@@ -14,6 +14,10 @@ func TestResolvePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	abfs, err := parseRoot("abfss://lake@acct.dfs.core.windows.net/delta/tbl")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		root tableRoot
@@ -38,6 +42,10 @@ func TestResolvePath(t *testing.T) {
 		{"s3 absolute inside", s3, "s3://bucket/warehouse/tbl/part-0.parquet", "s3://bucket/warehouse/tbl/part-0.parquet", nil},
 		{"s3 other bucket", s3, "s3://other/warehouse/tbl/part-0.parquet", "", ErrPathEscapesRoot},
 		{"s3 local file", s3, "file:///tmp/part-0.parquet", "", ErrPathEscapesRoot},
+		{"abfss relative keeps the container", abfs, "p=1/part-0.parquet", "abfss://lake@acct.dfs.core.windows.net/delta/tbl/p=1/part-0.parquet", nil},
+		{"abfss absolute inside", abfs, "abfss://lake@acct.dfs.core.windows.net/delta/tbl/part-0.parquet", "abfss://lake@acct.dfs.core.windows.net/delta/tbl/part-0.parquet", nil},
+		{"abfss other container", abfs, "abfss://other@acct.dfs.core.windows.net/delta/tbl/part-0.parquet", "", ErrPathEscapesRoot},
+		{"abfss no container", abfs, "abfss://acct.dfs.core.windows.net/delta/tbl/part-0.parquet", "", ErrPathEscapesRoot},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +73,9 @@ func TestParseRoot(t *testing.T) {
 		{"file:///data/tbl", "/data/tbl"},
 		{"s3://bucket/a/b/", "s3://bucket/a/b"},
 		{"gs://bucket", "gs://bucket/"},
+		{"abfss://lake@acct.dfs.core.windows.net/delta/tbl/", "abfss://lake@acct.dfs.core.windows.net/delta/tbl"},
+		{"wasbs://lake@acct.blob.core.windows.net", "wasbs://lake@acct.blob.core.windows.net/"},
+		{"s3://user:secret@bucket/t", "s3://user@bucket/t"}, // a password is never kept
 	}
 	for _, tc := range tests {
 		r, err := parseRoot(tc.in)

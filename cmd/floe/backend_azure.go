@@ -2,5 +2,7 @@
 
 package main
 
-// Azure storage (abfs://, abfss://, wasb://, wasbs://), iceberg-go's IO.
-import _ "github.com/apache/iceberg-go/io/gocloud/azure"
+// Azure storage (abfs://, abfss://, wasb://, wasbs://): floe's Azure IO
+// (package azio: iceberg-go's adls.* settings, with a request timeout, a
+// connect timeout and bounded retries).
+import _ "github.com/floedata/floe/azio"

@@ -8,7 +8,7 @@
 //	floe_no_hive   Hive Metastore catalogs (type: hive)
 //	floe_no_s3     s3://, s3a://, s3n://, oss:// (floe's S3 IO, package s3io)
 //	floe_no_gcs    gs:// (floe's GCS IO, package gcsio)
-//	floe_no_azure  abfs://, abfss://, wasb://, wasbs:// (iceberg-go's Azure IO)
+//	floe_no_azure  abfs://, abfss://, wasb://, wasbs:// (floe's Azure IO, package azio)
 //
 // The embedded catalog (SQLite), sql, hadoop and rest catalogs and local files
 // are always there. floe version lists what a binary has. The smallest

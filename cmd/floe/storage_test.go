@@ -347,3 +347,33 @@ func TestGCSStorage(t *testing.T) {
 		t.Fatal("no metadata under gs://floe-gcs/wh/shop.db/g_sync: the tables are not on GCS")
 	}
 }
+
+// TestAzureStorage runs gcsSteps with the warehouse and the Delta tables on
+// abfs:// (Azurite, through floe's Azure IO) and compares with local disk.
+func TestAzureStorage(t *testing.T) {
+	shared := sharedDelta(t)
+	az := objstoretest.StartAzurite(t)
+	az.CreateContainer(t, "floe-az")
+	for _, tbl := range []string{"deltars-cdf-table", "deltars-cdf-table-non-partitioned"} {
+		az.Upload(t, filepath.Join(shared, tbl), "floe-az", "delta/"+tbl)
+	}
+	local := storageRun(t, gcsSteps, t.TempDir(), []string{"--warehouse", "wh"}, shared, nil)
+	work := t.TempDir()
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "catalog:\n  lake:\n    type: sql\n    uri: %s\n    warehouse: %s\n", filepath.Join(work, "catalog.db"), az.Location("floe-az", "wh"))
+	for k, v := range az.Props() {
+		fmt.Fprintf(&cfg, "    %s: %q\n", k, v)
+	}
+	if err := os.WriteFile(filepath.Join(work, "floe.yaml"), []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	remote := storageRun(t, gcsSteps, work, []string{"--config", "floe.yaml", "--catalog", "lake"}, az.Location("floe-az", "delta"), nil)
+	for i := range local {
+		if local[i] != remote[i] || local[i] == "" {
+			t.Errorf("output %d differs:\nlocal:\n%s\nabfs:\n%s", i, local[i], remote[i])
+		}
+	}
+	if objs := az.List(t, "floe-az", "wh/shop.db/g_sync/metadata/"); len(objs) == 0 {
+		t.Fatal("no metadata under wh/shop.db/g_sync on Azurite: the tables are not on Azure storage")
+	}
+}

@@ -4,7 +4,7 @@
 // jittered exponential backoff up to a total time budget, reads and writes
 // alike, and which honours s3.path-style-access and a checksum setting for
 // strict S3-compatible servers. gs:// is package gcsio's; the Azure schemes
-// stay iceberg-go's (github.com/apache/iceberg-go/io/gocloud/azure).
+// are package azio's.
 //
 // Importing the package registers the factories; programs import it through
 // the public package s3io (cmd/floe does, unless built with -tags

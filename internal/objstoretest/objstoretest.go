@@ -1,5 +1,6 @@
 // Package objstoretest runs object storage servers for tests: s3proxy (an
-// S3 API over a local folder) and fake-gcs-server (a GCS emulator), each on
+// S3 API over a local folder), fake-gcs-server (a GCS emulator) and
+// Azurite (an Azure Blob Storage emulator, on Node.js), each on
 // a free 127.0.0.1 port for the test that asks and stopped when it ends, and
 // an HTTP proxy to put between floe and a server that counts requests and
 // bytes and injects faults.
@@ -34,6 +35,7 @@ const (
 	EnvRequired   = "FLOE_STORAGE_REQUIRED"
 	EnvS3ProxyJar = "FLOE_S3PROXY_JAR"
 	EnvFakeGCS    = "FLOE_FAKE_GCS_SERVER"
+	EnvAzurite    = "FLOE_AZURITE" // Azurite's blob service script (azurite/dist/src/blob/main.js)
 	EnvS3Endpoint = "FLOE_S3_ENDPOINT"
 	EnvS3Access   = "FLOE_S3_ACCESS_KEY"
 	EnvS3Secret   = "FLOE_S3_SECRET_KEY"
@@ -43,6 +45,7 @@ const (
 const (
 	S3ProxyVersion = "3.1.0"
 	FakeGCSVersion = "v1.56.1"
+	AzuriteVersion = "3.35.0"
 )
 
 func cacheDir() string {
