@@ -123,51 +123,46 @@ func (c *Changelog) readSnapshot(ctx context.Context, src *source, s *table.Snap
 	if part == nil {
 		return nil
 	}
-	for recs, err := range part.Partitions() {
-		if err != nil {
-			return err
-		}
-		res, err := c.processSnapshot(ctx, recs, s.SnapshotID)
-		for _, r := range recs {
-			r.Release()
-		}
-		if err != nil {
-			return err
-		}
-		if res != nil {
-			if err := out(res); err != nil {
-				return err
-			}
-		}
+	// The partitions are processed in parallel and their results handed
+	// to out in partition order (processInOrder).
+	return processInOrder(ctx, part.Partitions(), spillBudget(part, c.opts.MemoryBudget),
+		func(ctx context.Context, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+			return c.processSnapshot(ctx, recs, s.SnapshotID)
+		}, out)
+}
+
+// spillBudget is the bound processInOrder keeps on the partitions of part
+// in flight: the memory budget when part spilled, else none (its rows are
+// in memory already).
+func spillBudget(part *rows.Partitioner, budget int64) int64 {
+	if !part.Spilled() {
+		return 0
 	}
-	return nil
+	if budget <= 0 {
+		budget = rows.DefaultMemoryBudget
+	}
+	return budget
 }
 
 // emitRange computes the whole-range view (net changes or per key) of the
-// rows read, one partition at a time, and hands the results to emit until
-// it stops taking them.
+// rows read, partition by partition (in parallel, in order:
+// processInOrder), and hands the results to emit until it stops taking
+// them.
 func (c *Changelog) emitRange(ctx context.Context, whole *rows.Partitioner, emit func(arrow.RecordBatch) bool) error {
-	for recs, err := range whole.Partitions() {
-		if err != nil {
-			return err
-		}
-		var res arrow.RecordBatch
-		if c.opts.NetChanges {
-			res, err = c.netChanges(ctx, recs)
-		} else {
-			res, err = c.perKey(ctx, recs)
-		}
-		for _, r := range recs {
-			r.Release()
-		}
-		if err != nil {
-			return err
-		}
-		if res != nil && !emit(res) {
-			return nil
-		}
+	view := c.perKey
+	if c.opts.NetChanges {
+		view = c.netChanges
 	}
-	return nil
+	err := processInOrder(ctx, whole.Partitions(), spillBudget(whole, c.opts.MemoryBudget), view, func(res arrow.RecordBatch) error {
+		if !emit(res) {
+			return errStopped
+		}
+		return nil
+	})
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	return err
 }
 
 // direct reports whether the raw changes of a snapshot that may produce
