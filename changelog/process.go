@@ -364,8 +364,32 @@ func (c *Changelog) build(ctx context.Context, recs []arrow.RecordBatch, refs []
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	n := c.dataSch.NumFields()
-	// Take rows batch by batch, then concatenate.
+	inPart := 0
+	for _, r := range recs {
+		inPart += int(r.NumRows())
+	}
+	if 2*len(refs) >= inPart {
+		// Most rows go out (the rows of a rewrite left after pairing are
+		// as good as all updates): concatenate the partition, then take
+		// the rows in output order, one copy fewer than below and one
+		// kernel call per column instead of one per batch (a partition's
+		// batches are slices of every batch routed to it, a few rows each).
+		all, err := rows.Concat(c.full, recs)
+		if err != nil {
+			return nil, err
+		}
+		defer all.Release()
+		starts := make([]int, len(recs))
+		for b := 1; b < len(recs); b++ {
+			starts[b] = starts[b-1] + int(recs[b-1].NumRows())
+		}
+		idx := make([]int64, len(refs))
+		for k, r := range refs {
+			idx[k] = int64(starts[r.b] + r.i)
+		}
+		return c.withKinds(ctx, all, idx, refs)
+	}
+	// Few rows go out: take them batch by batch, then concatenate.
 	byBatch := map[int][]int64{}
 	var batchOrder []int
 	pos := make([]struct{ b, j int }, len(refs))
@@ -400,16 +424,25 @@ func (c *Changelog) build(ctx context.Context, recs []arrow.RecordBatch, refs []
 		return nil, err
 	}
 	defer all.Release()
-	// Output order follows refs; rebuild the metadata columns.
+	// Output order follows refs.
 	idx := make([]int64, len(refs))
+	for k := range refs {
+		idx[k] = int64(offset[pos[k].b] + pos[k].j)
+	}
+	return c.withKinds(ctx, all, idx, refs)
+}
+
+// withKinds takes rows idx of all, in that order, with the metadata
+// columns of refs (one per row taken).
+func (c *Changelog) withKinds(ctx context.Context, all arrow.RecordBatch, idx []int64, refs []outRow) (arrow.RecordBatch, error) {
+	n := c.dataSch.NumFields()
 	sb := array.NewStringBuilder(memory.DefaultAllocator)
 	defer sb.Release()
 	ob := array.NewInt32Builder(memory.DefaultAllocator)
 	defer ob.Release()
 	nb := array.NewInt64Builder(memory.DefaultAllocator)
 	defer nb.Release()
-	for k, r := range refs {
-		idx[k] = int64(offset[pos[k].b] + pos[k].j)
+	for _, r := range refs {
 		sb.Append(r.kind)
 		ob.Append(r.ordinal)
 		nb.Append(r.snapshot)
