@@ -93,8 +93,49 @@ func TestBudgetsAgree(t *testing.T) {
 					t.Fatal("the history produced no changes")
 				}
 			}
+			// Partitions processed by one worker and by several give the
+			// same rows in the same order, and the same error (duplicate
+			// identifiers, with updates or per-key views).
+			for _, o := range []changelog.Options{{}, {NetChanges: true}, {IdentifierColumns: []string{"id"}},
+				{IdentifierColumns: []string{"id"}, PerKey: changelog.PerKeyLatest}} {
+				for _, budget := range []int64{0, 1} {
+					o.MemoryBudget = budget
+					restore := changelog.SetProcessWorkers(1)
+					one, oneErr := orderedChanges(t, tbl, o)
+					changelog.SetProcessWorkers(4)
+					four, fourErr := orderedChanges(t, tbl, o)
+					restore()
+					if !slices.Equal(one, four) || oneErr != fourErr {
+						t.Fatalf("%+v: one worker:\n%v\n%s\nfour workers:\n%v\n%s", o, one, oneErr, four, fourErr)
+					}
+					if len(one) == 0 && oneErr == "" {
+						t.Fatalf("%+v: no changes", o)
+					}
+				}
+			}
 		})
 	}
+}
+
+// orderedChanges renders the changelog of the whole history as rows in
+// the order read, and the error that ended it ("" for none).
+func orderedChanges(t *testing.T, tbl *table.Table, o changelog.Options) ([]string, string) {
+	t.Helper()
+	_, seq, err := changelog.Scan(context.Background(), tbl, o)
+	if err != nil {
+		return nil, err.Error()
+	}
+	var out []string
+	for rec, err := range seq {
+		if err != nil {
+			return out, err.Error()
+		}
+		for i := range int(rec.NumRows()) {
+			out = append(out, rows.FormatRow(rec, i))
+		}
+		rec.Release()
+	}
+	return out, ""
 }
 
 // idMod selects the rows whose id is r modulo m.

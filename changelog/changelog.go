@@ -98,7 +98,10 @@ type Options struct {
 	// rest spills to TempDir ("" = the system's). A snapshot that rewrites
 	// files also holds up to a quarter of it in recent rows of the old and
 	// new files while it pairs their identical rows, so the rows held stay
-	// under 1.25 times the budget (plus the batches being read).
+	// under 1.25 times the budget (plus the batches being read). The
+	// grouped rows are processed up to GOMAXPROCS partitions at once; when
+	// they spilled, the partitions in flight stay within the budget, but
+	// for one partition larger than every one before it.
 	MemoryBudget int64
 	TempDir      string
 }

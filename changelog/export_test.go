@@ -21,3 +21,12 @@ func SetAlignedPairing(on bool) (restore func()) {
 
 // AlignedRows is how many rows pairers have cancelled on the aligned path.
 func AlignedRows() int64 { return alignedRows.Load() }
+
+// SetProcessWorkers sets how many partitions a changelog processes at
+// once (0: GOMAXPROCS) and returns the function that restores it. Tests
+// using it must not run in parallel.
+func SetProcessWorkers(n int) (restore func()) {
+	was := processWorkers
+	processWorkers = n
+	return func() { processWorkers = was }
+}

@@ -123,51 +123,46 @@ func (c *Changelog) readSnapshot(ctx context.Context, src *source, s *table.Snap
 	if part == nil {
 		return nil
 	}
-	for recs, err := range part.Partitions() {
-		if err != nil {
-			return err
-		}
-		res, err := c.processSnapshot(ctx, recs, s.SnapshotID)
-		for _, r := range recs {
-			r.Release()
-		}
-		if err != nil {
-			return err
-		}
-		if res != nil {
-			if err := out(res); err != nil {
-				return err
-			}
-		}
+	// The partitions are processed in parallel and their results handed
+	// to out in partition order (processInOrder).
+	return processInOrder(ctx, part.Partitions(), spillBudget(part, c.opts.MemoryBudget),
+		func(ctx context.Context, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+			return c.processSnapshot(ctx, recs, s.SnapshotID)
+		}, out)
+}
+
+// spillBudget is the bound processInOrder keeps on the partitions of part
+// in flight: the memory budget when part spilled, else none (its rows are
+// in memory already).
+func spillBudget(part *rows.Partitioner, budget int64) int64 {
+	if !part.Spilled() {
+		return 0
 	}
-	return nil
+	if budget <= 0 {
+		budget = rows.DefaultMemoryBudget
+	}
+	return budget
 }
 
 // emitRange computes the whole-range view (net changes or per key) of the
-// rows read, one partition at a time, and hands the results to emit until
-// it stops taking them.
+// rows read, partition by partition (in parallel, in order:
+// processInOrder), and hands the results to emit until it stops taking
+// them.
 func (c *Changelog) emitRange(ctx context.Context, whole *rows.Partitioner, emit func(arrow.RecordBatch) bool) error {
-	for recs, err := range whole.Partitions() {
-		if err != nil {
-			return err
-		}
-		var res arrow.RecordBatch
-		if c.opts.NetChanges {
-			res, err = c.netChanges(ctx, recs)
-		} else {
-			res, err = c.perKey(ctx, recs)
-		}
-		for _, r := range recs {
-			r.Release()
-		}
-		if err != nil {
-			return err
-		}
-		if res != nil && !emit(res) {
-			return nil
-		}
+	view := c.perKey
+	if c.opts.NetChanges {
+		view = c.netChanges
 	}
-	return nil
+	err := processInOrder(ctx, whole.Partitions(), spillBudget(whole, c.opts.MemoryBudget), view, func(res arrow.RecordBatch) error {
+		if !emit(res) {
+			return errStopped
+		}
+		return nil
+	})
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	return err
 }
 
 // direct reports whether the raw changes of a snapshot that may produce
@@ -369,8 +364,32 @@ func (c *Changelog) build(ctx context.Context, recs []arrow.RecordBatch, refs []
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	n := c.dataSch.NumFields()
-	// Take rows batch by batch, then concatenate.
+	inPart := 0
+	for _, r := range recs {
+		inPart += int(r.NumRows())
+	}
+	if 2*len(refs) >= inPart {
+		// Most rows go out (the rows of a rewrite left after pairing are
+		// as good as all updates): concatenate the partition, then take
+		// the rows in output order, one copy fewer than below and one
+		// kernel call per column instead of one per batch (a partition's
+		// batches are slices of every batch routed to it, a few rows each).
+		all, err := rows.Concat(c.full, recs)
+		if err != nil {
+			return nil, err
+		}
+		defer all.Release()
+		starts := make([]int, len(recs))
+		for b := 1; b < len(recs); b++ {
+			starts[b] = starts[b-1] + int(recs[b-1].NumRows())
+		}
+		idx := make([]int64, len(refs))
+		for k, r := range refs {
+			idx[k] = int64(starts[r.b] + r.i)
+		}
+		return c.withKinds(ctx, all, idx, refs)
+	}
+	// Few rows go out: take them batch by batch, then concatenate.
 	byBatch := map[int][]int64{}
 	var batchOrder []int
 	pos := make([]struct{ b, j int }, len(refs))
@@ -405,16 +424,25 @@ func (c *Changelog) build(ctx context.Context, recs []arrow.RecordBatch, refs []
 		return nil, err
 	}
 	defer all.Release()
-	// Output order follows refs; rebuild the metadata columns.
+	// Output order follows refs.
 	idx := make([]int64, len(refs))
+	for k := range refs {
+		idx[k] = int64(offset[pos[k].b] + pos[k].j)
+	}
+	return c.withKinds(ctx, all, idx, refs)
+}
+
+// withKinds takes rows idx of all, in that order, with the metadata
+// columns of refs (one per row taken).
+func (c *Changelog) withKinds(ctx context.Context, all arrow.RecordBatch, idx []int64, refs []outRow) (arrow.RecordBatch, error) {
+	n := c.dataSch.NumFields()
 	sb := array.NewStringBuilder(memory.DefaultAllocator)
 	defer sb.Release()
 	ob := array.NewInt32Builder(memory.DefaultAllocator)
 	defer ob.Release()
 	nb := array.NewInt64Builder(memory.DefaultAllocator)
 	defer nb.Release()
-	for k, r := range refs {
-		idx[k] = int64(offset[pos[k].b] + pos[k].j)
+	for _, r := range refs {
 		sb.Append(r.kind)
 		ob.Append(r.ordinal)
 		nb.Append(r.snapshot)
