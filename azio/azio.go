@@ -136,15 +136,7 @@ func clientOptions(props map[string]string) (azcore.ClientOptions, error) {
 		maxRetries = -1 // the SDK reads 0 as its default (3); below zero is no retry
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	dial := stallnet.Dialer(connect, stall, KeyRequestTimeout)
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		var ne net.Error
-		if err != nil && errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
-			err = fmt.Errorf("connecting to %s: no answer for %v (%s): %w", addr, connect, KeyConnectTimeout, err)
-		}
-		return c, err
-	}
+	t.DialContext = stallnet.Dialer(connect, KeyConnectTimeout, stall, KeyRequestTimeout)
 	t.TLSHandshakeTimeout = connect
 	return azcore.ClientOptions{
 		Transport: &http.Client{Transport: hostNotFound{t}},

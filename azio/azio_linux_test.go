@@ -2,54 +2,19 @@ package azio_test
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
-)
 
-// fullBacklog listens on a loopback port with an accept backlog of zero and
-// fills it with one connection that is never accepted: Linux drops the SYN
-// of any further connection, so dialling it waits until the dialler gives
-// up, as for an unreachable host.
-func fullBacklog(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)
-	filler, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { filler.Close() })
-	if c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond); err == nil {
-		c.Close()
-		t.Skip("this kernel accepts connections past a full backlog; cannot test the connect timeout")
-	}
-	return addr
-}
+	"github.com/floedata/floe/internal/stallnet/stallnettest"
+)
 
 // An endpoint that does not complete the connection fails after the
 // connect timeout and the retries, with an error naming adls.connect-timeout.
 func TestConnectTimeout(t *testing.T) {
-	addr := fullBacklog(t)
+	addr := stallnettest.FullBacklog(t)
 	props := map[string]string{
 		"adls.endpoint":                     addr,
 		"adls.protocol":                     "http",

@@ -80,7 +80,7 @@ func newGCSIO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 		}
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = stallnet.Dialer(connect, stall, KeyRequestTimeout)
+	t.DialContext = stallnet.Dialer(connect, KeyConnectTimeout, stall, KeyRequestTimeout)
 	t.TLSHandshakeTimeout = connect
 	var rt http.RoundTripper = t
 	creds, err := credentials(ctx, props)

@@ -26,7 +26,7 @@ const (
 // with connect and stall timeouts, an optional proxy, and no SDK read timeout
 // (the stall timeout covers reads and writes).
 func newHTTPClient(s s3Settings) *awshttp.BuildableClient {
-	dial := stallnet.Dialer(s.connectTO, s.requestTO, KeyRequestTimeout)
+	dial := stallnet.Dialer(s.connectTO, KeyConnectTimeout, s.requestTO, KeyRequestTimeout)
 	return awshttp.NewBuildableClient().
 		WithReadTimeout(0).
 		WithTransportOptions(func(t *http.Transport) {

@@ -1,6 +1,6 @@
 // Package stallnet bounds network connections by progress: a read or a
 // write that moves no data for a timeout fails instead of hanging. floe's
-// object store IOs (s3://, gs://) dial through it.
+// object store IOs (s3://, gs://, abfs(s):// and wasb(s)://) dial through it.
 package stallnet
 
 import (
@@ -64,18 +64,54 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ConnectError reports a connection that was not established within the
+// connect timeout, naming the setting that sets it (the dialer's own error
+// says only "i/o timeout").
+type ConnectError struct {
+	Addr  string        // the address dialled
+	After time.Duration // the connect timeout
+	Key   string        // the setting that sets it
+	Err   error         // the dialer's error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("connecting to %s: no answer for %v (%s): %v", e.Addr, e.After, e.Key, e.Err)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// Timeout makes the error a net timeout, which the SDKs retry.
+func (e *ConnectError) Timeout() bool   { return true }
+func (e *ConnectError) Temporary() bool { return true }
+
 // Dialer returns a DialContext for an http.Transport whose connections
-// connect within connect and fail when stalled for stall (key names the
-// stall setting in errors).
-func Dialer(connect, stall time.Duration, key string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// connect within connect and fail when stalled for stall. connectKey and
+// stallKey name the settings in errors: a dial that times out fails with a
+// *ConnectError, a stalled connection with an *Error. A dial ended by its
+// context (the request was cancelled or hit its own deadline) keeps the
+// dialer's error (also when the context's deadline comes before the connect
+// timeout).
+func Dialer(connect time.Duration, connectKey string, stall time.Duration, stallKey string) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		start := time.Now()
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
+			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil && !ctxFirst(ctx, start.Add(connect)) {
+				err = &ConnectError{Addr: addr, After: connect, Key: connectKey, Err: err}
+			}
 			return nil, err
 		}
-		return &Conn{Conn: c, Timeout: stall, Key: key}, nil
+		return &Conn{Conn: c, Timeout: stall, Key: stallKey}, nil
 	}
+}
+
+// ctxFirst reports whether ctx's deadline comes before the connect
+// deadline: the dialer then times out at the context's deadline, possibly
+// before ctx.Err reports it.
+func ctxFirst(ctx context.Context, connectDeadline time.Time) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !dl.After(connectDeadline)
 }
 
 // Duration reads the timeout setting key of props: seconds (30, 0.5) or a
