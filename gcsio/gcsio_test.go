@@ -10,6 +10,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 
 	_ "github.com/floedata/floe/gcsio"
+	"github.com/floedata/floe/internal/stallnet/stallnettest"
 )
 
 // A GCS endpoint that accepts connections and never answers fails reads
@@ -69,6 +70,40 @@ func TestStalledServerFails(t *testing.T) {
 		case <-time.After(60 * time.Second):
 			t.Fatalf("%s: still waiting after 60s", name)
 		}
+	}
+}
+
+// An endpoint that does not complete the connection fails reads and
+// writes after the connect timeout and the retries, with an error naming
+// gcs.connect-timeout (the dialer's own says only "i/o timeout").
+func TestConnectTimeout(t *testing.T) {
+	addr := stallnettest.FullBacklog(t)
+	props := map[string]string{
+		"gcs.endpoint":          "http://" + addr + "/storage/v1/",
+		"gcs.no-auth":           "true",
+		"gcs.connect-timeout":   "0.3",
+		"gcs.retry.num-retries": "1",
+	}
+	fsys, err := iceio.LoadFS(context.Background(), props, "gs://bucket/wh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"read": func() error { _, err := fsys.(iceio.ReadFileIO).ReadFile("gs://bucket/wh/x.json"); return err },
+		"write": func() error {
+			return fsys.(iceio.WriteFileIO).WriteFile("gs://bucket/wh/y.json", []byte("{}"))
+		},
+	} {
+		start := time.Now()
+		err := op()
+		took := time.Since(start)
+		if err == nil || !strings.Contains(err.Error(), "connecting to "+addr+": no answer for 300ms (gcs.connect-timeout)") {
+			t.Errorf("%s: error %v, want one naming gcs.connect-timeout", name, err)
+		}
+		if took > 20*time.Second {
+			t.Errorf("%s took %v with a 0.3s connect timeout and one retry", name, took)
+		}
+		t.Logf("%s failed after %v: %v", name, took.Round(time.Millisecond), err)
 	}
 }
 

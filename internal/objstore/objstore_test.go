@@ -18,6 +18,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/floedata/floe/internal/objstoretest"
+	"github.com/floedata/floe/internal/stallnet/stallnettest"
 )
 
 func TestParseSettings(t *testing.T) {
@@ -282,6 +283,33 @@ func TestStalledServerTimesOut(t *testing.T) {
 	f.mu.Unlock()
 	if n != 3 {
 		t.Fatalf("server saw %d requests, want 3 (two stalled, one answered)", n)
+	}
+}
+
+// An endpoint that does not complete the connection fails after the
+// connect timeout and the retries, with an error naming s3.connect-timeout
+// and the location (the dialer's own says only "i/o timeout").
+func TestConnectTimeout(t *testing.T) {
+	addr := stallnettest.FullBacklog(t)
+	props := s3Props("http://"+addr, "s3.connect-timeout", "0.3", "s3.retry.num-retries", "1")
+	fsys, err := iceio.LoadFS(context.Background(), props, "s3://bkt/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"read":  func() error { _, err := fsys.(iceio.ReadFileIO).ReadFile("s3://bkt/t/x.json"); return err },
+		"write": func() error { return fsys.(iceio.WriteFileIO).WriteFile("s3://bkt/t/y.json", []byte("{}")) },
+	} {
+		start := time.Now()
+		err := op()
+		took := time.Since(start)
+		if err == nil || !strings.Contains(err.Error(), "connecting to "+addr+": no answer for 300ms (s3.connect-timeout)") || !strings.Contains(err.Error(), "s3://bkt/t/") {
+			t.Errorf("%s: error %v, want one naming the location and s3.connect-timeout", name, err)
+		}
+		if took > 20*time.Second {
+			t.Errorf("%s took %v with a 0.3s connect timeout and one retry", name, took)
+		}
+		t.Logf("%s failed after %v: %v", name, took.Round(time.Millisecond), err)
 	}
 }
 
