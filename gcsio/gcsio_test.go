@@ -1,8 +1,11 @@
 package gcsio_test
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +116,61 @@ func TestBadSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%s: error %v, want one naming the setting", key, v, err)
 		}
+	}
+}
+
+// A download that stalls in the middle of its body is resumed from the
+// offset it reached (Google's client reads again with a Range), so the
+// read returns the whole object.
+func TestStalledDownloadResumes(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 20000)
+	for _, tc := range []struct {
+		name   string
+		read   func(iceio.IO) ([]byte, error)
+		cut    int      // bytes a stalled GET delivers
+		stalls int      // GETs that stall
+		ranges []string // the ranges the GETs ask for
+		want   []byte
+	}{
+		{name: "ReadFile", read: func(fsys iceio.IO) ([]byte, error) {
+			return fsys.(iceio.ReadFileIO).ReadFile("gs://bucket/wh/x.bin")
+		}, cut: 70000, stalls: 1, ranges: []string{"", "bytes=70000-"}, want: data},
+		{name: "ReadAt", read: func(fsys iceio.IO) ([]byte, error) {
+			f, err := fsys.Open("gs://bucket/wh/x.bin")
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			buf := make([]byte, 100000)
+			n, err := f.ReadAt(buf, 50000)
+			return buf[:n], err
+		}, cut: 30000, stalls: 2, // Open's GET (not read), then ReadAt's
+			ranges: []string{"", "bytes=50000-149999", "bytes=80000-149999"}, want: data[50000:150000]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &stallnettest.PartialServer{Data: data, Cut: tc.cut, Stalls: tc.stalls}
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			props := map[string]string{
+				"gcs.endpoint":          hs.URL + "/storage/v1/",
+				"gcs.no-auth":           "true",
+				"gcs.request-timeout":   "0.3",
+				"gcs.retry.num-retries": "1",
+			}
+			fsys, err := iceio.LoadFS(context.Background(), props, "gs://bucket/wh")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tc.read(fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, tc.want) {
+				t.Fatalf("read %d bytes, want %d (the object's)", len(got), len(tc.want))
+			}
+			if got := srv.Ranges(); !slices.Equal(got, tc.ranges) {
+				t.Errorf("GETs asked for ranges %q, want %q (read again from the offset reached)", got, tc.ranges)
+			}
+		})
 	}
 }

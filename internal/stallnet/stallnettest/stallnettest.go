@@ -1,3 +1,5 @@
 // Package stallnettest has test helpers for the timeouts of
-// internal/stallnet: an endpoint that never completes a connection.
+// internal/stallnet: an endpoint that never completes a connection
+// (FullBacklog) and a server whose downloads stall in the middle of their
+// body (PartialServer).
 package stallnettest
