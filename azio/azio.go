@@ -21,6 +21,11 @@
 // its default backoff: 0.8 s doubling, jittered, to 60 s); the same
 // transport carries the token requests of the Entra ID credentials.
 //
+// A download whose body breaks in the middle (a stall, a reset) is read
+// again from the offset it reached with a ranged GET on the same ETag
+// (resume.go), up to adls.retry.num-retries times in a row without a new
+// byte.
+//
 // Import it for its side effect where the program is assembled:
 //
 //	import _ "github.com/floedata/floe/azio"
@@ -141,6 +146,9 @@ func clientOptions(props map[string]string) (azcore.ClientOptions, error) {
 	return azcore.ClientOptions{
 		Transport: &http.Client{Transport: hostNotFound{t}},
 		Retry:     policy.RetryOptions{MaxRetries: maxRetries},
+		// A download broken mid-body is read again from its offset, up
+		// to the retry count in a row without progress.
+		PerCallPolicies: []policy.Policy{resumeDownloads{maxTries: retries}},
 	}, nil
 }
 

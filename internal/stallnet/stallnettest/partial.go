@@ -21,7 +21,8 @@ type PartialServer struct {
 	// RangeHeader is the request header that carries the range when not
 	// Range (Azure's x-ms-range).
 	RangeHeader string
-	// Header is added to every answer (the headers a client needs).
+	// Header is added to every answer (the headers a client needs), where
+	// a wrapping handler has not set them already.
 	Header http.Header
 
 	mu     sync.Mutex
@@ -38,7 +39,9 @@ func (s *PartialServer) Ranges() []string {
 
 func (s *PartialServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range s.Header {
-		w.Header()[k] = vs
+		if _, set := w.Header()[k]; !set {
+			w.Header()[k] = vs
+		}
 	}
 	if s.RangeHeader != "" {
 		r.Header.Set("Range", r.Header.Get(s.RangeHeader))
