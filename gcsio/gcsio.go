@@ -12,6 +12,11 @@
 //	gcs.connect-timeout      connecting (TCP and TLS) (default 10s)
 //	gcs.retry.num-retries    retries of an idempotent request after a transient failure (default 5)
 //
+// A download whose body breaks in the middle is read again from the
+// offset reached by Google's client; gcsio bounds that to
+// gcs.retry.num-retries GETs in a row with no byte of body (resume.go),
+// which the client does not.
+//
 // Import it for its side effect where the program is assembled:
 //
 //	import _ "github.com/floedata/floe/gcsio"
@@ -82,13 +87,13 @@ func newGCSIO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = stallnet.Dialer(connect, KeyConnectTimeout, stall, KeyRequestTimeout)
 	t.TLSHandshakeTimeout = connect
-	var rt http.RoundTripper = t
+	var rt http.RoundTripper = &boundedReopen{base: t, maxRetries: retries}
 	creds, err := credentials(ctx, props)
 	if err != nil {
 		return nil, err
 	}
 	if creds != nil {
-		rt = &oauth2.Transport{Source: creds.TokenSource, Base: t}
+		rt = &oauth2.Transport{Source: creds.TokenSource, Base: rt}
 	}
 	opts := append(icegcs.ParseGCSConfig(props).ClientOptions, option.WithHTTPClient(&http.Client{Transport: rt}))
 	client, err := storage.NewClient(ctx, opts...)

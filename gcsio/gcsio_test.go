@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,10 @@ func TestBadSettings(t *testing.T) {
 // offset it reached (Google's client reads again with a Range), so the
 // read returns the whole object.
 func TestStalledDownloadResumes(t *testing.T) {
-	data := bytes.Repeat([]byte("0123456789"), 20000)
+	data := make([]byte, 200000)
+	for i := range data {
+		data[i] = byte(i % 251) // no two offsets of the test hold the same bytes
+	}
 	for _, tc := range []struct {
 		name   string
 		read   func(iceio.IO) ([]byte, error)
@@ -170,6 +174,53 @@ func TestStalledDownloadResumes(t *testing.T) {
 			}
 			if got := srv.Ranges(); !slices.Equal(got, tc.ranges) {
 				t.Errorf("GETs asked for ranges %q, want %q (read again from the offset reached)", got, tc.ranges)
+			}
+		})
+	}
+}
+
+// A server that answers and then never sends the body fails the read
+// after gcs.retry.num-retries GETs in a row that bring no byte, instead of
+// holding it (Google's client alone reads again without a bound); with no
+// retries the first break fails it.
+func TestStalledDownloadGivesUp(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 100000)
+	for _, tc := range []struct {
+		retries string
+		gets    int
+	}{
+		{retries: "2", gets: 3},
+		{retries: "0", gets: 1},
+	} {
+		t.Run("retries="+tc.retries, func(t *testing.T) {
+			srv := &stallnettest.PartialServer{Data: data, Cut: 0, Stalls: 1000} // every GET sends its headers, then stalls
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			props := map[string]string{
+				"gcs.endpoint":          hs.URL + "/storage/v1/",
+				"gcs.no-auth":           "true",
+				"gcs.request-timeout":   "0.3",
+				"gcs.retry.num-retries": tc.retries,
+			}
+			fsys, err := iceio.LoadFS(context.Background(), props, "gs://bucket/wh")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() { _, err := fsys.(iceio.ReadFileIO).ReadFile("gs://bucket/wh/x.bin"); done <- err }()
+			select {
+			case err := <-done:
+				want := "download from the start given up: " + strconv.Itoa(tc.gets) + " GETs in a row sent no byte of the body (gcs.retry.num-retries); the last: no data received for 300ms (gcs.request-timeout): server stalled"
+				if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "gs://bucket/wh/x.bin") {
+					t.Fatalf("error %v, want one naming the location and saying %q", err, want)
+				}
+				t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("still reading after 30s (%d GETs)", len(srv.Ranges()))
+			}
+			if got := len(srv.Ranges()); got != tc.gets {
+				t.Errorf("%d GETs, want %d", got, tc.gets)
 			}
 		})
 	}
