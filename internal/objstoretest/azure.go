@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,9 +39,7 @@ func AzuriteBinary() string {
 type Azure struct {
 	Endpoint string // 127.0.0.1:PORT, what adls.endpoint takes
 
-	cmd  *exec.Cmd
-	logs *lockedBuffer
-	done chan struct{}
+	proc process
 }
 
 // StartAzurite starts Azurite's blob service on a free port for t, stopped
@@ -64,18 +61,12 @@ func StartAzurite(t testing.TB) *Azure {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := &Azure{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), logs: &lockedBuffer{}, done: make(chan struct{})}
-		a.cmd = exec.Command(node, script, "--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(port),
-			"--location", dir, "--silent", "--skipApiVersionCheck", "--loose", "--disableTelemetry")
-		a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
-		a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := a.cmd.Start(); err != nil {
-			t.Fatalf("start Azurite: %v", err)
-		}
-		go func() { a.cmd.Wait(); close(a.done) }()
-		if err := waitHTTP("http://"+a.Endpoint+"/"+AzuriteAccount+"?comp=list", a.done, 60*time.Second); err != nil {
-			a.Stop()
-			lastErr = fmt.Errorf("azurite on port %d: %w; log:\n%s", port, err, a.logs.tail(4<<10))
+		a := &Azure{Endpoint: fmt.Sprintf("127.0.0.1:%d", port)}
+		a.proc, err = startProcess(fmt.Sprintf("azurite on port %d", port), []string{node, script, "--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(port),
+			"--location", dir, "--silent", "--skipApiVersionCheck", "--loose", "--disableTelemetry"},
+			"http://"+a.Endpoint+"/"+AzuriteAccount+"?comp=list", 60*time.Second)
+		if err != nil {
+			lastErr = err
 			continue
 		}
 		t.Cleanup(a.Stop)
@@ -174,20 +165,4 @@ func (a *Azure) List(t testing.TB, containerName, prefix string) []string {
 }
 
 // Stop stops Azurite. Safe to call more than once.
-func (a *Azure) Stop() {
-	if a.cmd == nil || a.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-a.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
-		<-a.done
-	}
-}
+func (a *Azure) Stop() { a.proc.stop() }

@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -21,9 +19,7 @@ import (
 type GCS struct {
 	Endpoint string // http://127.0.0.1:PORT
 
-	cmd  *exec.Cmd
-	logs *lockedBuffer
-	done chan struct{}
+	proc process
 }
 
 // StartGCS starts fake-gcs-server on a free port for t, stopped when t
@@ -41,19 +37,13 @@ func StartGCS(t testing.TB) *GCS {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &GCS{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), logs: &lockedBuffer{}, done: make(chan struct{})}
-		g.cmd = exec.Command(bin, "-scheme", "http", "-host", "127.0.0.1", "-port", fmt.Sprint(port),
+		g := &GCS{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port)}
+		g.proc, err = startProcess(fmt.Sprintf("fake-gcs-server on port %d", port), []string{bin, "-scheme", "http", "-host", "127.0.0.1", "-port", fmt.Sprint(port),
 			"-public-host", fmt.Sprintf("127.0.0.1:%d", port), "-external-url", g.Endpoint,
-			"-backend", "filesystem", "-filesystem-root", filepath.Join(dir, "data"), "-log-level", "warn")
-		g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
-		g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := g.cmd.Start(); err != nil {
-			t.Fatalf("start fake-gcs-server: %v", err)
-		}
-		go func() { g.cmd.Wait(); close(g.done) }()
-		if err := waitHTTP(g.Endpoint+"/storage/v1/b", g.done, 30*time.Second); err != nil {
-			g.Stop()
-			lastErr = fmt.Errorf("fake-gcs-server on port %d: %w; log:\n%s", port, err, g.logs.tail(4<<10))
+			"-backend", "filesystem", "-filesystem-root", filepath.Join(dir, "data"), "-log-level", "warn"},
+			g.Endpoint+"/storage/v1/b", 30*time.Second)
+		if err != nil {
+			lastErr = err
 			continue
 		}
 		t.Cleanup(g.Stop)
@@ -69,23 +59,7 @@ func (g *GCS) Props() map[string]string {
 }
 
 // Stop stops the emulator. Safe to call more than once.
-func (g *GCS) Stop() {
-	if g.cmd == nil || g.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-g.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-g.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
-		<-g.done
-	}
-}
+func (g *GCS) Stop() { g.proc.stop() }
 
 // CreateBucket creates a bucket.
 func (g *GCS) CreateBucket(t testing.TB, name string) {

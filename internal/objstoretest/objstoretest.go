@@ -102,9 +102,7 @@ type S3 struct {
 	// empty for an external server.
 	Dir string
 
-	cmd  *exec.Cmd
-	logs *lockedBuffer
-	done chan struct{}
+	proc process
 }
 
 // StartS3 returns an S3 server for t: the one FLOE_S3_ENDPOINT names, else
@@ -161,8 +159,7 @@ func startS3Proxy(jar, dir string, o S3Options) (*S3, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &S3{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), AccessKey: "floe-access", SecretKey: "floe-secret-key", Region: "us-east-1", Dir: data,
-			logs: &lockedBuffer{}, done: make(chan struct{})}
+		s := &S3{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), AccessKey: "floe-access", SecretKey: "floe-secret-key", Region: "us-east-1", Dir: data}
 		props := strings.Join([]string{
 			"s3proxy.endpoint=" + s.Endpoint,
 			"s3proxy.authorization=aws-v2-or-v4",
@@ -180,16 +177,8 @@ func startS3Proxy(jar, dir string, o S3Options) (*S3, error) {
 		if o.ClockOffset != "" {
 			argv = append([]string{"faketime", "-f", o.ClockOffset}, argv...)
 		}
-		s.cmd = exec.Command(argv[0], argv[1:]...)
-		s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
-		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := s.cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start s3proxy: %w", err)
-		}
-		go func() { s.cmd.Wait(); close(s.done) }()
-		if err := waitHTTP(s.Endpoint+"/", s.done, 90*time.Second); err != nil {
-			s.Stop()
-			lastErr = fmt.Errorf("s3proxy on port %d: %w; log:\n%s", port, err, s.logs.tail(4<<10))
+		if s.proc, err = startProcess(fmt.Sprintf("s3proxy on port %d", port), argv, s.Endpoint+"/", 90*time.Second); err != nil {
+			lastErr = err
 			continue
 		}
 		return s, nil
@@ -225,47 +214,31 @@ func (s *S3) PyArrowEnv() map[string]string {
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL). Safe to call more than once.
-func (s *S3) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
-}
+func (s *S3) Stop() { s.proc.stop() }
 
 // Pause stops the server's process (SIGSTOP) until Resume: connections stay
 // open and nothing answers, as with a stalled server.
 func (s *S3) Pause() error {
-	if s.cmd == nil {
+	if s.proc.cmd == nil {
 		return fmt.Errorf("objstoretest: cannot pause an external server")
 	}
-	return syscall.Kill(-s.cmd.Process.Pid, syscall.SIGSTOP)
+	return syscall.Kill(-s.proc.cmd.Process.Pid, syscall.SIGSTOP)
 }
 
 // Resume continues a paused server.
 func (s *S3) Resume() error {
-	if s.cmd == nil {
+	if s.proc.cmd == nil {
 		return nil
 	}
-	return syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
+	return syscall.Kill(-s.proc.cmd.Process.Pid, syscall.SIGCONT)
 }
 
 // Logs returns the end of the server's output.
 func (s *S3) Logs() string {
-	if s.logs == nil {
+	if s.proc.logs == nil {
 		return ""
 	}
-	return s.logs.tail(8 << 10)
+	return s.proc.logs.tail(8 << 10)
 }
 
 // CreateBucket creates a bucket (a PUT on the bucket, signed with the
