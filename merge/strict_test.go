@@ -199,7 +199,9 @@ func genStrictCase(rng *rand.Rand, keyOf func(int) []any, format func([]any) str
 // computes.
 func TestApplyStrictModel(t *testing.T) {
 	seed := modelSeed(t)
-	budgets := []int64{0, 4096, 2}
+	// 0: in memory; 4096 and 8192: spilled, the added keys mostly in
+	// one group (8192) or one or several (4096); 2: several groups.
+	budgets := []int64{0, 4096, 8192, 2}
 	var oneGroupSpilled, severalGroups, failures, successes int
 	for ki, kk := range strictKeyKinds {
 		for si, withSeq := range []bool{false, true} {
