@@ -295,7 +295,9 @@ func readDV(fs iceio.IO, f iceberg.DataFile) (_ *dv.RoaringPositionBitmap, err e
 // table), turns a panic into *errp: a panic in a goroutine of floe's own
 // would otherwise end the process with a trace. (Panics in iceberg-go's and
 // arrow-go's own goroutines cannot be caught; footerIO keeps damaged
-// footers from them.)
+// footers from them, and direct reads decode pages in goroutines of floe's
+// own that recover. A damaged page of a file iceberg-go reads, one that
+// direct does not take, can still end the process.)
 func (r *Reader) RecoverRead(errp *error, df iceberg.DataFile) {
 	if p := recover(); p != nil {
 		*errp = fmt.Errorf("table %s: read %s (a damaged file?): %w", r.checked.table, df.FilePath(), safe.Recovered(p))
