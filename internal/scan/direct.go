@@ -35,26 +35,58 @@ var directReads atomic.Int64
 // column is a top-level primitive the file stores under the same field
 // ID, with the Arrow type of the table's schema (no promotion, no column
 // missing from the file, no name mapping) and no NULLs where the schema
-// has none. It reports false, having read nothing, for any other file,
-// which iceberg-go's reader then reads.
+// has none; with lin, the lineage columns among names are read where the
+// file stores them and filled by inheritance where it does not. It reports
+// false, having read nothing, for any other file, which iceberg-go's
+// reader then reads.
 //
 // Why: iceberg-go v0.7.0 opens Parquet files with default reader
 // properties and gives no way to change them, so each column reader
 // loads its whole column chunk into memory for as long as it reads the
 // row group (a 1M-row file: tens of MiB per file read). Here each column
 // reads through a buffer of directBufferSize.
-func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string) (iter.Seq2[Batch, error], bool) {
+func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage) (iter.Seq2[Batch, error], bool) {
 	if !useDirect || len(names) == 0 || df.FileFormat() != iceberg.ParquetFile || df.ContentType() != iceberg.EntryContentData {
 		return nil, false
 	}
-	sc, err := r.project(names)
+	// With lin, names may hold the lineage columns: they are read where the
+	// file stores them and filled from lin where it does not (or holds
+	// NULL), as iceberg-go's reader does.
+	linOf := make([]int, len(names)) // position in names -> lineage column (0, 1) or -1
+	var data []string
+	for k, n := range names {
+		linOf[k] = -1
+		if lin != nil && n == iceberg.RowID().Name {
+			linOf[k] = 0
+		} else if lin != nil && n == iceberg.LastUpdatedSequenceNumber().Name {
+			linOf[k] = 1
+		} else {
+			data = append(data, n)
+		}
+	}
+	sc, err := r.project(data)
 	if err != nil {
 		return nil, false
 	}
-	want, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	wantData, err := table.SchemaToArrowSchema(sc, nil, false, false)
 	if err != nil {
 		return nil, false
 	}
+	linFields := []iceberg.NestedField{iceberg.RowID(), iceberg.LastUpdatedSequenceNumber()}
+	linSchema, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, linFields...), nil, false, false)
+	if err != nil {
+		return nil, false
+	}
+	outFields := make([]arrow.Field, len(names))
+	for k, d := 0, 0; k < len(names); k++ {
+		if linOf[k] >= 0 {
+			outFields[k] = linSchema.Field(linOf[k])
+		} else {
+			outFields[k] = wantData.Field(d)
+			d++
+		}
+	}
+	want := arrow.NewSchema(outFields, nil)
 	r.checked.expect(df)
 	f, err := r.checked.Open(df.FilePath())
 	if err != nil {
@@ -87,10 +119,23 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 		}
 		byID[id] = j
 	}
-	fields := sc.Fields()
+	// The field IDs to read, in the order of names; a lineage column the
+	// file does not store has none (0).
+	ids := make([]int, len(names))
 	var leaves []int
-	for k, fd := range fields {
+	dataFields := sc.Fields()
+	for k, d := 0, 0; k < len(names); k++ {
+		var fd iceberg.NestedField
+		if linOf[k] >= 0 {
+			fd = linFields[linOf[k]]
+		} else {
+			fd = dataFields[d]
+			d++
+		}
 		j, ok := byID[fd.ID]
+		if !ok && linOf[k] >= 0 {
+			continue
+		}
 		if !ok || j < 0 || j >= len(fr.Manifest.Fields) {
 			pr.Close()
 			return nil, false
@@ -101,12 +146,19 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 			pr.Close()
 			return nil, false
 		}
+		ids[k] = fd.ID
 		leaves = append(leaves, mf.ColIndex)
 	}
-	readers, got, err := fieldReaders(ctx, fr, leaves)
-	if err != nil {
-		pr.Close()
-		return nil, false
+	// With only lineage columns the file does not store there is nothing
+	// to read: the rows are counted from the footer.
+	var readers []*pqarrow.ColumnReader
+	got := arrow.NewSchema(nil, nil)
+	if len(leaves) > 0 {
+		readers, got, err = fieldReaders(ctx, fr, leaves)
+		if err != nil {
+			pr.Close()
+			return nil, false
+		}
 	}
 	release := func() {
 		for _, c := range readers {
@@ -114,12 +166,15 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 		}
 	}
 	// Find each column in the reader's output by its field ID.
-	at := make([]int, len(fields))
-	for k, fd := range fields {
+	at := make([]int, len(names))
+	for k, id := range ids {
 		at[k] = -1
+		if id == 0 {
+			continue
+		}
 		for c := range got.NumFields() {
 			md := got.Field(c).Metadata
-			if i := md.FindKey("PARQUET:field_id"); i >= 0 && md.Values()[i] == strconv.Itoa(fd.ID) {
+			if i := md.FindKey("PARQUET:field_id"); i >= 0 && md.Values()[i] == strconv.Itoa(id) {
 				at[k] = c
 			}
 		}
@@ -147,7 +202,14 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 				yield(Batch{}, err)
 				return
 			}
-			cols, err := readColumns(readers, batch)
+			var cols []arrow.Array
+			var err error
+			n := min(batch, rows-next)
+			if len(readers) > 0 {
+				cols, err = readColumns(readers, batch)
+			} else if n <= 0 {
+				return
+			}
 			if err != nil {
 				var pe *decodePanic
 				if errors.As(err, &pe) {
@@ -158,10 +220,12 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 				yield(Batch{}, err)
 				return
 			}
-			if cols == nil {
-				return
+			if len(readers) > 0 {
+				if cols == nil {
+					return
+				}
+				n = int64(cols[0].Len())
 			}
-			n := int64(cols[0].Len())
 			for _, c := range cols {
 				if int64(c.Len()) != n {
 					releaseArrays(cols)
@@ -170,11 +234,22 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 				}
 			}
 			out := make([]arrow.Array, len(at))
+			var filled []arrow.Array
 			for k, c := range at {
-				out[k] = cols[c]
+				if linOf[k] < 0 {
+					out[k] = cols[c]
+					continue
+				}
+				var stored *array.Int64
+				if c >= 0 {
+					stored, _ = cols[c].(*array.Int64)
+				}
+				out[k] = fillLineage(stored, linOf[k], lin, next, n)
+				filled = append(filled, out[k])
 			}
 			rec := array.NewRecordBatch(want, out, n)
 			releaseArrays(cols)
+			releaseArrays(filled)
 			pos := positions(next, n)
 			next += n
 			if !yield(Batch{Rec: rec, Pos: pos}, nil) {
@@ -182,6 +257,32 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 			}
 		}
 	}, true
+}
+
+// fillLineage gives lineage column which (0: _row_id, 1:
+// _last_updated_sequence_number) of the n rows from position next on: the
+// stored values (stored may be nil), with a NULL filled from lin as the
+// spec's inheritance says: lin.FirstRowID plus the row's position, or
+// lin.DataSeq.
+func fillLineage(stored *array.Int64, which int, lin *Lineage, next, n int64) arrow.Array {
+	if stored != nil && stored.NullN() == 0 {
+		stored.Retain()
+		return stored
+	}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Reserve(int(n))
+	for i := range n {
+		switch {
+		case stored != nil && stored.IsValid(int(i)):
+			b.UnsafeAppend(stored.Value(int(i)))
+		case which == 0:
+			b.UnsafeAppend(lin.FirstRowID + next + i)
+		default:
+			b.UnsafeAppend(lin.DataSeq)
+		}
+	}
+	return b.NewArray()
 }
 
 // decodePanic is a panic of arrow-go's decoder, recovered.

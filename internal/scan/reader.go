@@ -421,16 +421,15 @@ func (d *DeleteSet) Deleted(rec arrow.RecordBatch, colOf map[int]int, i int, pos
 // giving it one task with no delete files and no filter so that rows keep
 // their order.
 //
-// With lin, the task carries the file's row-lineage constants, so that
-// iceberg-go fills the _row_id and _last_updated_sequence_number columns
-// names may ask for where the file does not store them (or stores NULL).
+// With lin, the _row_id and _last_updated_sequence_number columns names
+// may ask for are filled from the file's row-lineage constants where the
+// file does not store them (or stores NULL): by direct, or by iceberg-go
+// from the task's constants.
 func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
-		if lin == nil {
-			if seq, ok := r.direct(ctx, df, names); ok {
-				seq(yield)
-				return
-			}
+		if seq, ok := r.direct(ctx, df, names, lin); ok {
+			seq(yield)
+			return
 		}
 		opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithArrowBatchSize(r.batchSize), table.WithMaxConcurrency(1)}
 		if r.snapshotID != nil {
