@@ -3,7 +3,6 @@ package changelog
 import (
 	"context"
 	"iter"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -83,20 +82,19 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 		addedLin[i] = lin
 	}
 	// Pass 1: the ids of the old rows, then which new rows are copies.
-	cheap := cheapColumn(src.c.dataSch)
-	old := roaring64.New()
-	oldOf := make([]*roaring64.Bitmap, len(files.removedData))
+	old := newIDSet()
+	oldOf := make([]*idSet, len(files.removedData))
 	for i, e := range files.removedData {
-		oldOf[i] = roaring64.New()
-		ok, err := forLineage(ctx, r, e, removedLin[i], beforeDeletes(e), cheap, func(ids, _, _ []int64) bool {
+		oldOf[i] = newIDSet()
+		ok, err := forLineage(ctx, r, e, removedLin[i], beforeDeletes(e), func(ids, _, _ []int64) bool {
 			for j := 0; j < len(ids); {
 				k := runEnd(ids, j)
 				a, b := ids[j], ids[k-1]
-				if a < 0 || countIn(old, a, b) != 0 {
+				if a < 0 || old.countIn(a, b) != 0 {
 					return false // not an id, or not unique
 				}
-				old.AddRange(uint64(a), uint64(b)+1)
-				oldOf[i].AddRange(uint64(a), uint64(b)+1)
+				old.addRange(a, b)
+				oldOf[i].addRange(a, b)
 				j = k
 			}
 			return true
@@ -105,11 +103,11 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 			return false, lineageErr(ctx, err)
 		}
 	}
-	copied := roaring64.New()
+	copied := newIDSet()
 	changed := make([]*roaring64.Bitmap, len(files.addedData)) // positions of new rows that are changes
 	for i, e := range files.addedData {
 		changed[i] = roaring64.New()
-		ok, err := forLineage(ctx, r, e, addedLin[i], afterDeletes(e), cheap, func(ids, seqs, pos []int64) bool {
+		ok, err := forLineage(ctx, r, e, addedLin[i], afterDeletes(e), func(ids, seqs, pos []int64) bool {
 			for j := 0; j < len(ids); {
 				k := runEnd(ids, j)
 				a, b := ids[j], ids[k-1]
@@ -118,10 +116,10 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 				}
 				// Runs of consecutive ids (a copy keeps the old order) are
 				// looked up at once when they are wholly old rows.
-				whole := countIn(old, a, b) == uint64(k-j)
+				whole := old.countIn(a, b) == uint64(k-j)
 				for ; j < k; j++ {
 					id := ids[j]
-					if seqs[j] >= s.SequenceNumber || !(whole || old.Contains(uint64(id))) {
+					if seqs[j] >= s.SequenceNumber || !(whole || old.contains(id)) {
 						changed[i].Add(uint64(pos[j]))
 						continue
 					}
@@ -131,14 +129,14 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 						for m < k && seqs[m] < s.SequenceNumber {
 							m++
 						}
-						if countIn(copied, id, ids[m-1]) != 0 {
+						if copied.countIn(id, ids[m-1]) != 0 {
 							return false // copied twice
 						}
-						copied.AddRange(uint64(id), uint64(ids[m-1])+1)
+						copied.addRange(id, ids[m-1])
 						j = m - 1
 						continue
 					}
-					if !copied.CheckedAdd(uint64(id)) {
+					if !copied.checkedAdd(id) {
 						return false
 					}
 				}
@@ -152,7 +150,7 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 	// Pass 2: whole rows of the changes only.
 	deletes := func(yield func(arrow.RecordBatch, error) bool) {
 		open := func(i int, e *scan.Entry) (iter.Seq2[scan.Batch, error], error) {
-			if oldOf[i].AndCardinality(copied) == oldOf[i].GetCardinality() {
+			if oldOf[i].andCardinality(copied) == oldOf[i].cardinality() {
 				return nil, nil // every row carried over
 			}
 			_, seq, err := r.LiveLineage(ctx, e.File, removedLin[i], beforeDeletes(e), nil)
@@ -168,7 +166,7 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 			keep := make([]bool, len(ids))
 			for j := 0; j < len(ids); {
 				k := runEnd(ids, j)
-				switch c := countIn(copied, ids[j], ids[k-1]); c {
+				switch c := copied.countIn(ids[j], ids[k-1]); c {
 				case uint64(k - j): // all copied
 				case 0:
 					for m := j; m < k; m++ {
@@ -176,7 +174,7 @@ func (src *source) lineageRewrite(ctx context.Context, s *table.Snapshot, files 
 					}
 				default:
 					for m := j; m < k; m++ {
-						keep[m] = !copied.Contains(uint64(ids[m]))
+						keep[m] = !copied.contains(ids[m])
 					}
 				}
 				j = k
@@ -225,15 +223,11 @@ func lineageErr(ctx context.Context, err error) error {
 }
 
 // forLineage calls f with the _row_id, _last_updated_sequence_number and
-// position of the live rows of e, a batch at a time, reading only those columns and the
-// column cheap. It reports
-// false when f does, or when a value is NULL.
-func forLineage(ctx context.Context, r *scan.Reader, e *scan.Entry, lin scan.Lineage, d scan.Deletes, cheap string, f func(ids, seqs, pos []int64) bool) (bool, error) {
-	// NB: iceberg-go v0.7 cannot read a file projected onto no column it
-	// stores ("no leaf column readers matched"), as a file that does not
-	// store the lineage columns is; so one column is read with them, the
-	// cheapest (cheapColumn).
-	_, seq, err := r.LiveLineage(ctx, e.File, lin, d, []string{cheap})
+// position of the live rows of e, a batch at a time, reading only those
+// columns (none from a file that does not store them). It reports false
+// when f does, or when a value is NULL.
+func forLineage(ctx context.Context, r *scan.Reader, e *scan.Entry, lin scan.Lineage, d scan.Deletes, f func(ids, seqs, pos []int64) bool) (bool, error) {
+	_, seq, err := r.LiveLineage(ctx, e.File, lin, d, []string{})
 	if err != nil {
 		return false, err
 	}
@@ -241,8 +235,8 @@ func forLineage(ctx context.Context, r *scan.Reader, e *scan.Entry, lin scan.Lin
 		if err != nil {
 			return false, err
 		}
-		ids := b.Rec.Column(1).(*array.Int64)
-		seqs := b.Rec.Column(2).(*array.Int64)
+		ids := b.Rec.Column(0).(*array.Int64)
+		seqs := b.Rec.Column(1).(*array.Int64)
 		ok := ids.NullN() == 0 && seqs.NullN() == 0 && f(ids.Int64Values(), seqs.Int64Values(), b.Pos)
 		b.Release()
 		if !ok {
@@ -304,24 +298,6 @@ func interleave(a, b iter.Seq2[arrow.RecordBatch, error], emit func(arrow.Record
 	return nil
 }
 
-// cheapColumn names the column of schema that is cheapest to decode and
-// most likely stored in every file: of the fixed-width columns (else of
-// all), the one with the lowest field id, the oldest.
-func cheapColumn(schema *arrow.Schema) string {
-	best, bestID, bestFixed := 0, int64(-1), false
-	for i, f := range schema.Fields() {
-		_, fixed := f.Type.(arrow.FixedWidthDataType)
-		id := int64(-1)
-		if v, ok := f.Metadata.GetValue("PARQUET:field_id"); ok {
-			id, _ = strconv.ParseInt(v, 10, 64)
-		}
-		if i == 0 || (fixed && !bestFixed) || (fixed == bestFixed && id >= 0 && (bestID < 0 || id < bestID)) {
-			best, bestID, bestFixed = i, id, fixed
-		}
-	}
-	return schema.Field(best).Name
-}
-
 // runEnd returns the end of the run of consecutive ids that starts at j:
 // the first k > j with ids[k] != ids[k-1]+1, or len(ids).
 func runEnd(ids []int64, j int) int {
@@ -330,13 +306,4 @@ func runEnd(ids []int64, j int) int {
 		k++
 	}
 	return k
-}
-
-// countIn is how many of the ids a..b (inclusive, a >= 0) bm holds.
-func countIn(bm *roaring64.Bitmap, a, b int64) uint64 {
-	n := bm.Rank(uint64(b))
-	if a > 0 {
-		n -= bm.Rank(uint64(a - 1))
-	}
-	return n
 }

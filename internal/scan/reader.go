@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 
@@ -431,7 +432,15 @@ func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string, l
 			seq(yield)
 			return
 		}
-		opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithArrowBatchSize(r.batchSize), table.WithMaxConcurrency(1)}
+		// iceberg-go v0.7 cannot read a file projected onto no column it
+		// stores ("no leaf column readers matched"), as the lineage columns
+		// alone of a file that does not store them are: one more column is
+		// read with them, the cheapest, and left out of the output below.
+		selected := names
+		if lin != nil && onlyLineage(names) {
+			selected = append(slices.Clone(names), cheapColumn(r.schema))
+		}
+		opts := []table.ScanOption{table.WithSelectedFields(selected...), table.WithArrowBatchSize(r.batchSize), table.WithMaxConcurrency(1)}
 		if r.snapshotID != nil {
 			opts = append(opts, table.WithSnapshotID(*r.snapshotID))
 		}
@@ -512,4 +521,34 @@ func positions(next, n int64) []int64 {
 		pos[i] = next + int64(i)
 	}
 	return pos
+}
+
+// onlyLineage reports whether names are only lineage columns.
+func onlyLineage(names []string) bool {
+	for _, n := range names {
+		if n != iceberg.RowID().Name && n != iceberg.LastUpdatedSequenceNumber().Name {
+			return false
+		}
+	}
+	return true
+}
+
+// cheapColumn names the top-level column of sc that is cheapest to decode
+// and most likely stored in every file: of the primitive fixed-width
+// columns (else of all), the one with the lowest field id, the oldest.
+func cheapColumn(sc *iceberg.Schema) string {
+	var best iceberg.NestedField
+	bestFixed := false
+	for i, f := range sc.Fields() {
+		fixed := false
+		switch f.Type.(type) {
+		case iceberg.BooleanType, iceberg.Int32Type, iceberg.Int64Type, iceberg.Float32Type, iceberg.Float64Type,
+			iceberg.DateType, iceberg.TimeType, iceberg.TimestampType, iceberg.TimestampTzType:
+			fixed = true
+		}
+		if i == 0 || (fixed && !bestFixed) || (fixed == bestFixed && f.ID < best.ID) {
+			best, bestFixed = f, fixed
+		}
+	}
+	return best.Name
 }
