@@ -33,9 +33,11 @@ var directReads atomic.Int64
 // direct reads data file df projected onto names with floe's own Parquet
 // reader, when that gives exactly what iceberg-go's reader gives: every
 // column is a top-level primitive the file stores under the same field
-// ID, with the Arrow type of the table's schema (no promotion, no column
-// missing from the file, no name mapping) and no NULLs where the schema
-// has none; with lin, the lineage columns among names are read where the
+// ID, with the Arrow type of the table's schema or one Iceberg promotes to
+// it (int to long, float to double: widened), and no NULLs where the
+// schema has none; an optional column without an initial default that the
+// file lacks is NULL where the file's columns all have field IDs and the
+// table has no name mapping; with lin, the lineage columns among names are read where the
 // file stores them and filled by inheritance where it does not. It reports
 // false, having read nothing, for any other file, which iceberg-go's
 // reader then reads.
@@ -111,8 +113,14 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 	}
 	byID := map[int]int{} // field ID -> top-level field of the file
 	root := pr.MetaData().Schema.Root()
+	// A column the file lacks is NULL only where the file's columns are
+	// matched by field ID: every column has one, and the table has no name
+	// mapping (iceberg-go's reader applies it).
+	_, mapped := r.tbl.Properties()[table.DefaultNameMappingKey]
+	byIDOnly := !mapped && root.NumFields() > 0
 	for j := range root.NumFields() {
 		id := int(root.Field(j).FieldID())
+		byIDOnly = byIDOnly && id >= 0
 		if _, dup := byID[id]; dup {
 			byID[id] = -1
 			continue
@@ -133,8 +141,8 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 			d++
 		}
 		j, ok := byID[fd.ID]
-		if !ok && linOf[k] >= 0 {
-			continue
+		if !ok && (linOf[k] >= 0 || byIDOnly && !fd.Required && fd.InitialDefault == nil) {
+			continue // a lineage column to fill, or a column added after the file: NULL
 		}
 		if !ok || j < 0 || j >= len(fr.Manifest.Fields) {
 			pr.Close()
@@ -142,15 +150,16 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 		}
 		mf := fr.Manifest.Fields[j]
 		wf := want.Field(k)
-		if !mf.IsLeaf() || len(mf.Children) > 0 || !arrow.TypeEqual(mf.Field.Type, wf.Type) || (mf.Field.Nullable && !wf.Nullable) {
+		if !mf.IsLeaf() || len(mf.Children) > 0 || !(arrow.TypeEqual(mf.Field.Type, wf.Type) || promoted(mf.Field.Type, wf.Type)) ||
+			(mf.Field.Nullable && !wf.Nullable) {
 			pr.Close()
 			return nil, false
 		}
 		ids[k] = fd.ID
 		leaves = append(leaves, mf.ColIndex)
 	}
-	// With only lineage columns the file does not store there is nothing
-	// to read: the rows are counted from the footer.
+	// With only columns the file does not store (lineage, added later)
+	// there is nothing to read: the rows are counted from the footer.
 	var readers []*pqarrow.ColumnReader
 	got := arrow.NewSchema(nil, nil)
 	if len(leaves) > 0 {
@@ -178,7 +187,7 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 				at[k] = c
 			}
 		}
-		if at[k] < 0 || !arrow.TypeEqual(got.Field(at[k]).Type, want.Field(k).Type) {
+		if at[k] < 0 || !(arrow.TypeEqual(got.Field(at[k]).Type, want.Field(k).Type) || promoted(got.Field(at[k]).Type, want.Field(k).Type)) {
 			release()
 			pr.Close()
 			return nil, false
@@ -237,7 +246,16 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 			var filled []arrow.Array
 			for k, c := range at {
 				if linOf[k] < 0 {
-					out[k] = cols[c]
+					switch {
+					case c < 0: // not in the file
+						out[k] = array.MakeArrayOfNull(memory.DefaultAllocator, want.Field(k).Type, int(n))
+						filled = append(filled, out[k])
+					case !arrow.TypeEqual(cols[c].DataType(), want.Field(k).Type):
+						out[k] = promote(cols[c], want.Field(k).Type)
+						filled = append(filled, out[k])
+					default:
+						out[k] = cols[c]
+					}
 					continue
 				}
 				var stored *array.Int64
@@ -257,6 +275,43 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 			}
 		}
 	}, true
+}
+
+// promoted reports whether Iceberg's type promotion takes a column stored
+// as from to to (int to long, float to double), which direct reads widen.
+func promoted(from, to arrow.DataType) bool {
+	return from.ID() == arrow.INT32 && to.ID() == arrow.INT64 || from.ID() == arrow.FLOAT32 && to.ID() == arrow.FLOAT64
+}
+
+// promote widens a (see promoted) to type to, NULLs kept.
+func promote(a arrow.Array, to arrow.DataType) arrow.Array {
+	switch v := a.(type) {
+	case *array.Int32:
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Reserve(v.Len())
+		for i := range v.Len() {
+			if v.IsNull(i) {
+				b.UnsafeAppendBoolToBitmap(false)
+			} else {
+				b.UnsafeAppend(int64(v.Value(i)))
+			}
+		}
+		return b.NewArray()
+	case *array.Float32:
+		b := array.NewFloat64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Reserve(v.Len())
+		for i := range v.Len() {
+			if v.IsNull(i) {
+				b.UnsafeAppendBoolToBitmap(false)
+			} else {
+				b.UnsafeAppend(float64(v.Value(i)))
+			}
+		}
+		return b.NewArray()
+	}
+	panic(fmt.Sprintf("scan: no promotion of %s to %s", a.DataType(), to))
 }
 
 // fillLineage gives lineage column which (0: _row_id, 1:
