@@ -128,7 +128,8 @@ func SparkDeltaSync(ctx context.Context, eng pushdown.Engine, cat *catalog.Catal
 		Summary: summary, Logger: log}
 	out, err := eng.Run(ctx, job)
 	if err != nil {
-		return nil, nil, fmt.Errorf("delta sync %s into %s on Spark: %w", p.Location, name, err)
+		// The engine's errors name the output (pushdown.Engine.Run).
+		return nil, nil, fmt.Errorf("delta sync %s on Spark: %w", p.Location, err)
 	}
 	res.Watermark, res.Committed = p.End, out.Committed
 	res.Batches = []deltasync.Batch{{FromVersion: p.Watermark + 1, ToVersion: p.End, RowsAdded: out.RowsAdded, RowsRemoved: out.RowsRemoved,

@@ -350,7 +350,8 @@ type Result struct {
 // pipeline run and may run builds from several goroutines.
 type Engine interface {
 	// Run runs one build: the output ends with the data and
-	// SetProperties in one commit, or with nothing committed.
+	// SetProperties in one commit, or with nothing committed. Its errors
+	// name the output ("output NAME: ..."), so callers do not again.
 	Run(ctx context.Context, job Job) (*Result, error)
 	// Remote names the server.
 	Remote() string

@@ -29,8 +29,18 @@ const summaryStep = "floe.stage-step"
 // failed build is removed by the next build of the output.
 const staleStage = 24 * time.Hour
 
-// Run runs job on Spark and publishes it (see the package comment).
+// Run runs job on Spark and publishes it (see the package comment). Its
+// errors start with "output NAME:" (the job's output), once: callers add
+// what they are doing, not the output's name again.
 func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, error) {
+	res, err := e.run(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", catalog.FormatName(job.Output), err)
+	}
+	return res, nil
+}
+
+func (e *Engine) run(ctx context.Context, job pushdown.Job) (*pushdown.Result, error) {
 	if job.BuildID == "" {
 		job.BuildID = uuid.NewString()
 	}
@@ -46,12 +56,12 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 	res := &pushdown.Result{BuildID: job.BuildID, Remote: e.s.Remote}
 	tbl, err := e.cat.Load(ctx, job.Output)
 	if err != nil {
-		return nil, fmt.Errorf("output %s: %w", name, err)
+		return nil, err
 	}
 	for k, want := range job.Expect {
 		if got := tbl.Properties().Get(k, ""); got != want {
-			return nil, fmt.Errorf("%w: %s: property %s is %q, the build was planned from %q; another build applied changes in between, nothing was committed",
-				commit.ErrWatermarkMoved, name, k, got, want)
+			return nil, fmt.Errorf("%w: property %s is %q, the build was planned from %q; another build applied changes in between, nothing was committed",
+				commit.ErrWatermarkMoved, k, got, want)
 		}
 	}
 	e.dropStale(ctx, tbl)
@@ -78,9 +88,9 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 	if err := e.retrying(ctx, ss, create); err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "unknown snapshot") || strings.Contains(msg, "TABLE_OR_VIEW_NOT_FOUND") || strings.Contains(msg, "NoSuchTable") {
-			return nil, fmt.Errorf("output %s: %w: Spark at %s does not see %s at snapshot %s the way floe's catalog %s does (%v); "+
+			return nil, fmt.Errorf("%w: Spark at %s does not see %s at snapshot %s the way floe's catalog %s does (%v); "+
 				"give the Spark-side name of floe's catalog in spark: {catalog: NAME} (--spark-catalog), or let floe mount its catalog (no spark.catalog); nothing was committed",
-				name, ErrCatalogMismatch, e.s.Remote, name, snapName(head), e.cat.Name(), err)
+				ErrCatalogMismatch, e.s.Remote, name, snapName(head), e.cat.Name(), err)
 		}
 		// NB: nothing is published before the staging branch exists; a
 		// branch Spark made without its answer reaching floe is a stale
@@ -91,7 +101,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 	// another one.
 	tbl, err = e.cat.Load(ctx, job.Output)
 	if err != nil {
-		return nil, fmt.Errorf("output %s: %w", name, err)
+		return nil, err
 	}
 	start := tbl.Metadata().SnapshotByName(stage)
 	if start == nil || (head != nil && start.SnapshotID != head.SnapshotID) {
@@ -143,7 +153,7 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 				if errors.Is(err, ErrAnswerLost) {
 					return nil, notCommitted(name, err)
 				}
-				return nil, fmt.Errorf("output %s: %w", name, err)
+				return nil, err
 			}
 			continue
 		}
@@ -161,13 +171,13 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 			if errors.As(err, &se) && se.Lost {
 				lost = err
 				if step < writes {
-					return nil, fmt.Errorf("output %s: %w (%v) in write %d of %d; nothing was committed to %s (the writes after it did not run); rerun the build",
-						name, ErrAnswerLost, lost, step, writes, name)
+					return nil, fmt.Errorf("%w (%v) in write %d of %d; nothing was committed to %s (the writes after it did not run); rerun the build",
+						ErrAnswerLost, lost, step, writes, name)
 				}
 				break
 			}
 			drop()
-			return nil, fmt.Errorf("output %s: %w", name, err)
+			return nil, err
 		}
 	}
 	// Find what Spark committed on the staging branch, by the build id.
@@ -178,11 +188,11 @@ func (e *Engine) Run(ctx context.Context, job pushdown.Job) (*pushdown.Result, e
 	tip, err := e.findBuild(ctx, job.Output, stage, start, job.BuildID, want)
 	if err != nil {
 		if lost != nil {
-			return nil, fmt.Errorf("output %s: %w (%v); nothing was committed to %s; the staging branch %s is left for a statement that may still finish (the next build removes it after %s); rerun the build",
-				name, ErrAnswerLost, lost, name, stage, staleStage)
+			return nil, fmt.Errorf("%w (%v); nothing was committed to %s; the staging branch %s is left for a statement that may still finish (the next build removes it after %s); rerun the build",
+				ErrAnswerLost, lost, name, stage, staleStage)
 		}
 		drop()
-		return nil, fmt.Errorf("output %s: %w", name, err)
+		return nil, err
 	}
 	if lost != nil {
 		res.AnswerLost = true
@@ -271,7 +281,6 @@ var errMoved = errors.New("the output changed while Spark computed the build")
 // and removes the staging branch, in one commit that requires the branch
 // still at head and the staging branch at tip.
 func (e *Engine) publish(ctx context.Context, job pushdown.Job, stage string, head, tip *table.Snapshot) (*commit.Outcome, error) {
-	name := catalog.FormatName(job.Output)
 	branch := job.Branch
 	if branch == "" {
 		branch = table.MainBranch
@@ -296,8 +305,8 @@ func (e *Engine) publish(ctx context.Context, job pushdown.Job, stage string, he
 	out, err := commit.RunUpdates(ctx, e.cat, job.Output, o, func(tbl *table.Table) ([]table.Requirement, []table.Update, error) {
 		now := tbl.Metadata().SnapshotByName(branch)
 		if (now == nil) != (head == nil) || (now != nil && now.SnapshotID != head.SnapshotID) {
-			return nil, nil, fmt.Errorf("%w: %s: %w (branch %s is at %s, the build started at %s); nothing was committed; the next build plans again from there",
-				commit.ErrWatermarkMoved, name, errMoved, branch, snapName(now), snapName(head))
+			return nil, nil, fmt.Errorf("%w: %w (branch %s is at %s, the build started at %s); nothing was committed; the next build plans again from there",
+				commit.ErrWatermarkMoved, errMoved, branch, snapName(now), snapName(head))
 		}
 		reqs := []table.Requirement{table.AssertRefSnapshotID(branch, headID)}
 		var ups []table.Update
@@ -311,7 +320,7 @@ func (e *Engine) publish(ctx context.Context, job pushdown.Job, stage string, he
 		return reqs, ups, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("output %s: publishing the Spark build: %w", name, err)
+		return nil, fmt.Errorf("publishing the Spark build: %w", err)
 	}
 	return out, nil
 }
@@ -385,7 +394,7 @@ func summaryInt(s *table.Snapshot, key string) int64 {
 
 // notCommitted is the error of a build that failed before publishing
 // anything to output name (statements before the publish write the
-// staging branch only).
+// staging branch only); Run puts the output's name in front.
 func notCommitted(name string, err error) error {
-	return fmt.Errorf("output %s: %w; nothing was committed to %s; rerun the build", name, err, name)
+	return fmt.Errorf("%w; nothing was committed to %s; rerun the build", err, name)
 }

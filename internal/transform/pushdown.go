@@ -115,7 +115,8 @@ func (b *build) chooseEngine(res *Result) (bool, error) {
 	}
 	out, err := r.Engine.Run(b.ctx, job)
 	if err != nil {
-		return true, fmt.Errorf("transform %s: output %s: %w", t.Name, o.spec.Table, err)
+		// The engine's errors name the output (pushdown.Engine.Run).
+		return true, fmt.Errorf("transform %s: %w", t.Name, err)
 	}
 	res.SparkSession, res.SparkApp, res.Remote = out.SessionID, out.AppID, out.Remote
 	o.result.Committed, o.result.SnapshotID = out.Committed, out.SnapshotID
