@@ -7,10 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strings"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
@@ -63,10 +65,37 @@ func isInvalidRange(err error) bool {
 }
 
 func pathErr(op, name string, err error) error {
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if notFound(err) {
 		err = fs.ErrNotExist
+	} else if gcerrors.Code(err) == gcerrors.NotFound {
+		err = notNotFound{err}
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// notNotFound is an error gocloud coded NotFound that notFound says is
+// not: its text without gocloud's "(code=NotFound)".
+type notNotFound struct{ err error }
+
+func (e notNotFound) Error() string { return strings.Replace(e.err.Error(), " (code=NotFound)", "", 1) }
+func (e notNotFound) Unwrap() error { return e.err }
+
+// notFound reports whether err is the server's answer that the key or the
+// bucket does not exist: S3's error code, or an HTTP 404. Not gocloud's
+// gcerrors.NotFound: its s3blob driver also counts any operation error
+// whose text holds "301" (meant for a bucket's region redirect), and a
+// timeout naming an endpoint such as 127.0.0.1:43012 matched, so a stalled
+// server read as a missing file.
+func notFound(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "NoSuchKey", "NotFound", "NoSuchBucket":
+			return true
+		}
+	}
+	var re interface{ HTTPStatusCode() int }
+	return errors.As(err, &re) && re.HTTPStatusCode() == 404
 }
 
 // Open opens name for reading with one GET of its first prefixSize bytes.
