@@ -208,8 +208,17 @@ func TestApplyStrictModel(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/seq=%t", kk.name, withSeq), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, uint64(ki*2+si)))
 				e := tabletest.New(t)
+				sawRefusal, sawClean := false, false
 				for trial := range 2 {
 					c := genStrictCase(rng, kk.key, kk.format, withSeq)
+					// The second trial draws again (a bounded number of
+					// times) for the kind of case the first one was not, so
+					// that every seed covers both refusals and successes.
+					for n := 0; trial == 1 && n < 200 && (sawRefusal && len(c.offenders) > 0 || sawClean && len(c.offenders) == 0); n++ {
+						c = genStrictCase(rng, kk.key, kk.format, withSeq)
+					}
+					sawRefusal = sawRefusal || len(c.offenders) > 0
+					sawClean = sawClean || len(c.offenders) == 0
 					for mi, m := range spillModes {
 						for bi, budget := range budgets {
 							name := fmt.Sprintf("t%d_%d_%d", trial, mi, bi)
