@@ -55,7 +55,7 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 	// file stores them and filled from lin where it does not (or holds
 	// NULL), as iceberg-go's reader does.
 	linOf := make([]int, len(names)) // position in names -> lineage column (0, 1) or -1
-	var data []string
+	data := []string{}               // not nil: project(nil) is the whole schema
 	for k, n := range names {
 		linOf[k] = -1
 		if lin != nil && n == iceberg.RowID().Name {
@@ -287,31 +287,31 @@ func promoted(from, to arrow.DataType) bool {
 func promote(a arrow.Array, to arrow.DataType) arrow.Array {
 	switch v := a.(type) {
 	case *array.Int32:
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		defer b.Release()
-		b.Reserve(v.Len())
-		for i := range v.Len() {
-			if v.IsNull(i) {
-				b.UnsafeAppendBoolToBitmap(false)
-			} else {
-				b.UnsafeAppend(int64(v.Value(i)))
-			}
-		}
-		return b.NewArray()
+		return widen(v, array.NewInt64Builder(memory.DefaultAllocator))
 	case *array.Float32:
-		b := array.NewFloat64Builder(memory.DefaultAllocator)
-		defer b.Release()
-		b.Reserve(v.Len())
-		for i := range v.Len() {
-			if v.IsNull(i) {
-				b.UnsafeAppendBoolToBitmap(false)
-			} else {
-				b.UnsafeAppend(float64(v.Value(i)))
-			}
-		}
-		return b.NewArray()
+		return widen(v, array.NewFloat64Builder(memory.DefaultAllocator))
 	}
 	panic(fmt.Sprintf("scan: no promotion of %s to %s", a.DataType(), to))
+}
+
+// widen copies a into b, each value converted to b's wider type.
+func widen[T int32 | float32, U int64 | float64, B interface {
+	array.Builder
+	UnsafeAppend(U)
+}](a interface {
+	arrow.Array
+	Value(int) T
+}, b B) arrow.Array {
+	defer b.Release()
+	b.Reserve(a.Len())
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+		} else {
+			b.UnsafeAppend(U(a.Value(i)))
+		}
+	}
+	return b.NewArray()
 }
 
 // fillLineage gives lineage column which (0: _row_id, 1:
