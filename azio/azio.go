@@ -37,7 +37,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -57,6 +56,7 @@ import (
 
 	_ "github.com/apache/iceberg-go/io/gocloud/azure" // registered first, replaced below
 
+	"github.com/floedata/floe/internal/blobname"
 	"github.com/floedata/floe/internal/stallnet"
 )
 
@@ -101,20 +101,7 @@ func newAzureIO(ctx context.Context, parsed *url.URL, props map[string]string) (
 	if err != nil {
 		return nil, fmt.Errorf("%s://%s: %w", parsed.Scheme, authority(parsed), err)
 	}
-	return &azureIO{blobfs.New(ctx, bucket, locationExtractor(parsed))}, nil
-}
-
-// azureIO is iceberg-go's blob file IO, whose WriteFile error names the
-// location (blobfs's names only the object key).
-type azureIO struct{ *blobfs.FileIO }
-
-func (a *azureIO) WriteFile(name string, content []byte) error {
-	err := a.FileIO.WriteFile(name, content)
-	var pe *fs.PathError
-	if err != nil && !errors.As(err, &pe) {
-		err = &fs.PathError{Op: "write file", Path: name, Err: err}
-	}
-	return err
+	return blobname.FileIO{FileIO: blobfs.New(ctx, bucket, locationExtractor(parsed))}, nil
 }
 
 // clientOptions reads the timeout and retry settings into the Azure SDK's
