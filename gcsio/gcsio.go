@@ -44,6 +44,7 @@ import (
 	"golang.org/x/oauth2/google"
 	"google.golang.org/api/option"
 
+	"github.com/floedata/floe/internal/blobname"
 	"github.com/floedata/floe/internal/stallnet"
 )
 
@@ -87,7 +88,7 @@ func newGCSIO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = stallnet.Dialer(connect, KeyConnectTimeout, stall, KeyRequestTimeout)
 	t.TLSHandshakeTimeout = connect
-	var rt http.RoundTripper = &boundedReopen{base: t, maxRetries: retries}
+	var rt http.RoundTripper = &boundedReopen{base: forbidden{t}, maxRetries: retries}
 	creds, err := credentials(ctx, props)
 	if err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func newGCSIO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 	if err != nil {
 		return nil, fmt.Errorf("gs://%s: %w", parsed.Host, err)
 	}
-	return blobfs.New(ctx, bucket, blobfs.DefaultObjectLocationExtractor(parsed.Host, "gs")), nil
+	return blobname.FileIO{FileIO: blobfs.New(ctx, bucket, blobfs.DefaultObjectLocationExtractor(parsed.Host, "gs"))}, nil
 }
 
 // gcsScope is the scope iceberg-go's GCS IO asks keys for.
