@@ -129,7 +129,8 @@ func clientOptions(props map[string]string) (azcore.ClientOptions, error) {
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = stallnet.Dialer(connect, KeyConnectTimeout, stall, KeyRequestTimeout)
-	t.TLSHandshakeTimeout = connect
+	t.DialTLSContext = stallnet.TLSDialer(t, t.DialContext, connect, KeyConnectTimeout)
+	t.TLSHandshakeTimeout = connect // TLS through a proxy's tunnel
 	return azcore.ClientOptions{
 		Transport: &http.Client{Transport: hostNotFound{t}},
 		Retry:     policy.RetryOptions{MaxRetries: maxRetries},

@@ -9,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	_ "github.com/floedata/floe/azio"
 	"github.com/floedata/floe/internal/objstoretest"
+	"github.com/floedata/floe/internal/stallnet/stallnettest"
 )
 
 // Azurite's well-known development account.
@@ -26,44 +26,12 @@ const (
 	devKey     = objstoretest.AzuriteKey
 )
 
-// stallServer accepts connections and never answers; it counts them.
-func stallServer(t *testing.T) (addr string, accepted *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted = new(atomic.Int64)
-	held := make(chan net.Conn, 64)
-	t.Cleanup(func() {
-		ln.Close()
-		for len(held) > 0 {
-			(<-held).Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			select {
-			case held <- c: // held open, never answered
-			default:
-				c.Close()
-			}
-		}
-	}()
-	return ln.Addr().String(), accepted
-}
-
 // An Azure endpoint that accepts connections and never answers fails reads
 // and writes after the request timeout and the retries, with an error
 // naming the location and adls.request-timeout; before, floe waited
 // forever. Each operation tries num-retries+1 times, no more.
 func TestStalledServerFails(t *testing.T) {
-	addr, accepted := stallServer(t)
+	addr, accepted := stallnettest.Silent(t)
 	props := map[string]string{
 		"adls.endpoint":                     addr,
 		"adls.protocol":                     "http",
@@ -107,7 +75,7 @@ func TestStalledServerFails(t *testing.T) {
 // num-retries 0 is one try (the SDK reads a zero MaxRetries as its default
 // of 3, so the IO must not pass 0 through).
 func TestNoRetries(t *testing.T) {
-	addr, accepted := stallServer(t)
+	addr, accepted := stallnettest.Silent(t)
 	props := map[string]string{
 		"adls.endpoint":                     addr,
 		"adls.protocol":                     "http",
@@ -324,5 +292,30 @@ func TestAzurite(t *testing.T) {
 	}
 	if _, err := fsys.(iceio.StatIO).Stat(wh + "/metadata/v1.json"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Stat after Remove: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// An https endpoint that accepts connections and never answers the TLS
+// handshake fails after the connect timeout and the retries with an error
+// naming the location and adls.connect-timeout (Go's transport said only
+// "TLS handshake timeout").
+func TestTLSHandshakeTimeout(t *testing.T) {
+	addr, _ := stallnettest.Silent(t)
+	props := map[string]string{
+		"adls.endpoint":                     addr,
+		"adls.protocol":                     "https",
+		"adls.auth.shared-key.account.name": devAccount,
+		"adls.auth.shared-key.account.key":  devKey,
+		"adls.connect-timeout":              "0.3",
+		"adls.retry.num-retries":            "1",
+	}
+	const wh = "abfss://lake@" + devAccount + ".dfs.core.windows.net/wh"
+	fsys, err := iceio.LoadFS(context.Background(), props, wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fsys.(iceio.ReadFileIO).ReadFile(wh + "/x.json")
+	if err == nil || !strings.Contains(err.Error(), "no answer for 300ms (adls.connect-timeout): TLS handshake") || !strings.Contains(err.Error(), wh+"/x.json") {
+		t.Fatalf("error %v, want one naming the location, adls.connect-timeout and the TLS handshake", err)
 	}
 }

@@ -87,7 +87,8 @@ func newGCSIO(ctx context.Context, parsed *url.URL, props map[string]string) (ic
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = stallnet.Dialer(connect, KeyConnectTimeout, stall, KeyRequestTimeout)
-	t.TLSHandshakeTimeout = connect
+	t.DialTLSContext = stallnet.TLSDialer(t, t.DialContext, connect, KeyConnectTimeout)
+	t.TLSHandshakeTimeout = connect // TLS through a proxy's tunnel
 	var rt http.RoundTripper = &boundedReopen{base: forbidden{t}, maxRetries: retries}
 	creds, err := credentials(ctx, props)
 	if err != nil {

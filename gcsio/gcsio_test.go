@@ -3,7 +3,6 @@ package gcsio_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http/httptest"
 	"slices"
 	"strconv"
@@ -22,32 +21,9 @@ import (
 // and writes after the request timeout and the retries, with an error
 // naming gcs.request-timeout; before, floe waited forever.
 func TestStalledServerFails(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan net.Conn, 64)
-	defer func() {
-		ln.Close()
-		for len(held) > 0 {
-			(<-held).Close()
-		}
-	}()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case held <- c: // held open, never answered
-			default:
-				c.Close()
-			}
-		}
-	}()
+	addr, _ := stallnettest.Silent(t)
 	props := map[string]string{
-		"gcs.endpoint":          "http://" + ln.Addr().String() + "/storage/v1/",
+		"gcs.endpoint":          "http://" + addr + "/storage/v1/",
 		"gcs.no-auth":           "true",
 		"gcs.request-timeout":   "0.3", // seconds, as for s3.request-timeout
 		"gcs.retry.num-retries": "1",
@@ -260,5 +236,26 @@ func TestFakeGCSResetMidBody(t *testing.T) {
 	}
 	if n := px.Injected()[objstoretest.ResetMidBody]; n != 3 {
 		t.Errorf("the proxy broke %d downloads, want 3", n)
+	}
+}
+
+// An https endpoint that accepts connections and never answers the TLS
+// handshake fails after the connect timeout with an error naming
+// gcs.connect-timeout (Go's transport said only "TLS handshake timeout").
+func TestTLSHandshakeTimeout(t *testing.T) {
+	addr, _ := stallnettest.Silent(t)
+	props := map[string]string{
+		"gcs.endpoint":          "https://" + addr + "/storage/v1/",
+		"gcs.no-auth":           "true",
+		"gcs.connect-timeout":   "0.3",
+		"gcs.retry.num-retries": "1",
+	}
+	fsys, err := iceio.LoadFS(context.Background(), props, "gs://bucket/wh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fsys.(iceio.ReadFileIO).ReadFile("gs://bucket/wh/x.json")
+	if err == nil || !strings.Contains(err.Error(), "connecting to "+addr+": no answer for 300ms (gcs.connect-timeout): TLS handshake") {
+		t.Errorf("error %v, want one naming gcs.connect-timeout and the TLS handshake", err)
 	}
 }

@@ -5,9 +5,11 @@ package stallnet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -132,4 +134,43 @@ func Duration(props map[string]string, key string, def time.Duration) (time.Dura
 		return 0, fmt.Errorf("%s %q: want a positive duration", key, v)
 	}
 	return d, nil
+}
+
+// TLSDialer returns a DialTLSContext for the http.Transport t whose
+// connections are dialled by dial (see Dialer) and complete their TLS
+// handshake within connect: a server that accepts the connection and never
+// answers the handshake fails with a *ConnectError naming connectKey, where
+// the transport's own TLSHandshakeTimeout says only "net/http: TLS
+// handshake timeout". The TLS settings are t.TLSClientConfig's at the time
+// of the dial (HTTP/2 is negotiated as the transport configures it).
+func TLSDialer(t *http.Transport, dial func(ctx context.Context, network, addr string) (net.Conn, error), connect time.Duration, connectKey string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		start := time.Now()
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cfg := &tls.Config{}
+		if t.TLSClientConfig != nil {
+			cfg = t.TLSClientConfig.Clone()
+		}
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				host = addr
+			}
+			cfg.ServerName = host
+		}
+		hctx, cancel := context.WithDeadline(ctx, start.Add(connect))
+		defer cancel()
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(hctx); err != nil {
+			c.Close()
+			if hctx.Err() != nil && ctx.Err() == nil && !ctxFirst(ctx, start.Add(connect)) {
+				err = &ConnectError{Addr: addr, After: connect, Key: connectKey, Err: fmt.Errorf("TLS handshake: %w", err)}
+			}
+			return nil, err
+		}
+		return tc, nil
+	}
 }
