@@ -53,6 +53,7 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("failed after %v with a 300ms connect timeout", took)
 	}
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
 }
 
 // Through the TLS dialer a TLS server is reached with the transport's TLS
