@@ -152,7 +152,8 @@ func Update(ctx context.Context, t Target, p *Predicate, assign Assign) (*Outcom
 					}
 					add, err := assign(ctx, b.Rec, touched)
 					return keep, add, err
-				}}})
+				},
+				InPlace: true}})
 	})
 }
 

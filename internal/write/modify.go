@@ -36,6 +36,14 @@ type Visitor struct {
 	// rows to add in their place (nil for none). When Rewrite is nil,
 	// touched rows are removed. Calls for one file are sequential.
 	Rewrite func(ctx context.Context, f iceberg.DataFile, b scan.Batch, touched []bool) (keep []bool, add arrow.RecordBatch, err error)
+	// InPlace says that Rewrite's add rows replace the rows it removes,
+	// one for one and in their order (an UPDATE): where their counts agree
+	// a copy-on-write rewrite writes each in its row's place, so that the
+	// new file keeps the old one's row order and, for the columns the
+	// change left alone, its column chunks byte for byte (the next
+	// changelog then decodes them once). Tables with row lineage keep the
+	// old layout (kept rows, then added ones per batch).
+	InPlace bool
 }
 
 // Request describes a change to prepare.
@@ -701,6 +709,32 @@ func rewriteBatch(ctx context.Context, tf touchedFile, v *Visitor, keepRows bool
 			removed(b.Pos[i])
 		}
 	}
+	if keepRows && lw == nil && v.InPlace && add != nil && add.NumRows() > 0 && add.NumRows() == int64(countFalse(keep)) && sameTypes(b.Rec.Schema(), add.Schema()) {
+		// Each added row in the place of the row it replaces.
+		both, err := rows.Concat(b.Rec.Schema(), []arrow.RecordBatch{b.Rec, add})
+		n := b.Rec.NumRows()
+		b.Release()
+		add.Release()
+		if err != nil {
+			return false, err
+		}
+		idx := make([]int64, len(keep))
+		next := n
+		for i, k := range keep {
+			if k {
+				idx[i] = int64(i)
+			} else {
+				idx[i], next = next, next+1
+			}
+		}
+		out, err := rows.Take(ctx, both, idx)
+		both.Release()
+		if err != nil {
+			return false, err
+		}
+		added(int64(countFalse(keep)))
+		return yield(out, nil), nil
+	}
 	if keepRows {
 		src := b.Rec
 		if lw != nil {
@@ -876,4 +910,28 @@ func (res *Result) removeAll(ctx context.Context, req Request) error {
 	res.AddData = files
 	res.written = append(res.written, paths(files)...)
 	return err
+}
+
+// countFalse is the number of false values of b.
+func countFalse(b []bool) int {
+	n := 0
+	for _, v := range b {
+		if !v {
+			n++
+		}
+	}
+	return n
+}
+
+// sameTypes reports whether a and b have the same column types.
+func sameTypes(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		if !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return false
+		}
+	}
+	return true
 }
