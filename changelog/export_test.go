@@ -30,3 +30,16 @@ func SetProcessWorkers(n int) (restore func()) {
 	processWorkers = n
 	return func() { processWorkers = was }
 }
+
+// SetShared turns the shared decoding of a rewrite's kept columns on or
+// off and returns the function that restores it. Tests using it must not
+// run in parallel.
+func SetShared(on bool) (restore func()) {
+	was := useShared
+	useShared = on
+	return func() { useShared = was }
+}
+
+// SharedColumns is how many columns of old files rewrites took from the
+// new files.
+func SharedColumns() int64 { return sharedColumns.Load() }

@@ -239,7 +239,27 @@ func (src *source) changes(ctx context.Context, s *table.Snapshot, ordinal int, 
 			}
 			return emit(out)
 		})
-		if err := p.run(prefetch(ctx, live(files.removedData, beforeDeletes)), prefetch(ctx, live(files.addedData, afterDeletes))); err != nil {
+		removed, added := files.removedData, files.addedData
+		var dels, ins iter.Seq2[arrow.RecordBatch, error]
+		if useShared {
+			// Files the rewrite kept columns of are read once for both
+			// sides (sharedRewrite), the rest as before.
+			pairs, restRemoved, restAdded, err := src.pairFiles(ctx, removed, added, beforeDeletes, afterDeletes)
+			if err != nil {
+				return k, err
+			}
+			if len(pairs) > 0 {
+				sh := newSharedRewrite(ctx, r, pairs)
+				defer sh.close()
+				dels, ins = sh.side(0), sh.side(1)
+				removed, added = restRemoved, restAdded
+			}
+		}
+		rest := [2]iter.Seq2[arrow.RecordBatch, error]{prefetch(ctx, live(removed, beforeDeletes)), prefetch(ctx, live(added, afterDeletes))}
+		if dels != nil {
+			rest[0], rest[1] = concatSeq(dels, rest[0]), concatSeq(ins, rest[1])
+		}
+		if err := p.run(rest[0], rest[1]); err != nil {
 			return k, err
 		}
 	} else {
