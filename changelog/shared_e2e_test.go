@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floedata/floe/changelog"
 	"github.com/floedata/floe/internal/tabletest"
@@ -82,29 +83,36 @@ func TestSharedRewriteAgrees(t *testing.T) {
 					t.Fatalf("step %d: %v", step, err)
 				}
 			}
-			tbl = e.Load("t")
-			views := []changelog.Options{{}, {NetChanges: true}, {MemoryBudget: 1}}
-			if unique {
-				views = append(views,
-					changelog.Options{IdentifierColumns: []string{"id"}},
-					changelog.Options{PerKey: changelog.PerKeyNet})
-			}
 			shared := changelog.SharedColumns()
-			for _, o := range views {
-				got := formattedChanges(t, tbl, o)
-				restore := changelog.SetShared(false)
-				whole := formattedChanges(t, tbl, o)
-				restore()
-				if !slices.Equal(got, whole) {
-					t.Fatalf("%+v: sharing kept columns:\n%v\ndecoding both files whole:\n%v", o, got, whole)
-				}
-				if len(whole) == 0 {
-					t.Fatal("the history produced no changes")
-				}
-			}
+			sameInEveryView(t, e.Load("t"), unique, "sharing kept columns", "decoding both files whole", changelog.SetShared)
 			if updates > 0 && changelog.SharedColumns() == shared {
 				t.Errorf("%d updates, and no column of an old file was taken from its rewrite", updates)
 			}
 		})
+	}
+}
+
+// sameInEveryView checks that the changelog of tbl is the same, in every
+// view (and with a 1-byte memory budget), with a path on as with it off
+// (set turns it on or off and returns the restore function).
+func sameInEveryView(t *testing.T, tbl *table.Table, unique bool, on, off string, set func(bool) func()) {
+	t.Helper()
+	views := []changelog.Options{{}, {NetChanges: true}, {MemoryBudget: 1}}
+	if unique {
+		views = append(views,
+			changelog.Options{IdentifierColumns: []string{"id"}},
+			changelog.Options{PerKey: changelog.PerKeyNet})
+	}
+	for _, o := range views {
+		got := formattedChanges(t, tbl, o)
+		restore := set(false)
+		want := formattedChanges(t, tbl, o)
+		restore()
+		if !slices.Equal(got, want) {
+			t.Fatalf("%+v: %s:\n%v\n%s:\n%v", o, on, got, off, want)
+		}
+		if len(want) == 0 {
+			t.Fatal("the history produced no changes")
+		}
 	}
 }
