@@ -19,11 +19,24 @@ import (
 // It is bounded by the number of entries it holds (maxEntries); past it, a
 // manifest is read and not kept. Entries are shared between readers and
 // must not be changed. It is safe for concurrent use.
+//
+// A cache may outlive a build, for the next build of the same transform:
+// Begin marks the start of a build and Retain, at its end, drops the
+// manifests the build did not read (those a later snapshot no longer
+// lists), so that what a cache keeps between builds is the last build's
+// working set.
 type ManifestCache struct {
 	mu         sync.Mutex
-	byKey      map[manifestKey][]*Entry
+	byKey      map[manifestKey]*cached
 	entries    int
 	maxEntries int
+	gen        uint64 // the build under way (Begin)
+}
+
+// cached is one manifest's live entries and the last build that read them.
+type cached struct {
+	es  []*Entry
+	gen uint64
 }
 
 // DefaultManifestCacheEntries bounds a build's manifest cache: about
@@ -36,7 +49,28 @@ func NewManifestCache(maxEntries int) *ManifestCache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultManifestCacheEntries
 	}
-	return &ManifestCache{byKey: map[manifestKey][]*Entry{}, maxEntries: maxEntries}
+	return &ManifestCache{byKey: map[manifestKey]*cached{}, maxEntries: maxEntries}
+}
+
+// Begin marks the start of a build that reads through c.
+func (c *ManifestCache) Begin() {
+	c.mu.Lock()
+	c.gen++
+	c.mu.Unlock()
+}
+
+// Retain drops the manifests no read since the last Begin asked for, and
+// returns the number of entries c still holds.
+func (c *ManifestCache) Retain() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, m := range c.byKey {
+		if m.gen != c.gen {
+			delete(c.byKey, k)
+			c.entries -= len(m.es)
+		}
+	}
+	return c.entries
 }
 
 // manifestKey identifies a manifest's entries as a snapshot sees them:
@@ -87,10 +121,13 @@ func (c *ManifestCache) entriesOf(ctx context.Context, fs iceio.IO, m iceberg.Ma
 	if c != nil {
 		k = keyOf(m)
 		c.mu.Lock()
-		es, ok := c.byKey[k]
+		m, ok := c.byKey[k]
+		if ok {
+			m.gen = c.gen
+		}
 		c.mu.Unlock()
 		if ok {
-			return es, nil
+			return m.es, nil
 		}
 	}
 	var es []*Entry
@@ -106,7 +143,7 @@ func (c *ManifestCache) entriesOf(ctx context.Context, fs iceio.IO, m iceberg.Ma
 	if c != nil {
 		c.mu.Lock()
 		if _, ok := c.byKey[k]; !ok && c.entries+len(es) <= c.maxEntries {
-			c.byKey[k] = es
+			c.byKey[k] = &cached{es: es, gen: c.gen}
 			c.entries += len(es)
 		}
 		c.mu.Unlock()

@@ -191,3 +191,88 @@ func TestPlanCachedMatchesIceberg(t *testing.T) {
 		})
 	}
 }
+
+// TestManifestCacheAcrossBuilds keeps one ManifestCache over "builds" (a
+// Begin, the state loads, a Retain), as a transform's builds in one
+// process do: the build after a commit opens only the manifests the
+// commit wrote, gets the state a load without the cache gets, and after a
+// compaction (which replaces the table's manifests) Retain drops the
+// manifests no longer listed.
+func TestManifestCacheAcrossBuilds(t *testing.T) {
+	e := tabletest.New(t)
+	props := iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
+	if _, err := e.Create("t", "id long not null, data string", "", []string{"id"}, props); err != nil {
+		t.Fatal(err)
+	}
+	appendRows := func(i int) {
+		data := [][]any{{int64(2 * i), fmt.Sprint("a", i)}, {int64(2*i + 1), fmt.Sprint("b", i)}}
+		if _, err := tableops.Append(e.Ctx, e.Target("t", ""), tabletest.Seq(tabletest.ArrowSchema(e.Load("t")), data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		appendRows(i)
+	}
+	cache := scan.NewManifestCache(0)
+	build := func() (opened []string, same bool) {
+		t.Helper()
+		tbl := e.Load("t")
+		base, err := tbl.FS(e.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := &openCounter{IO: base, opens: map[string]int{}}
+		cache.Begin()
+		got, err := scan.LoadState(scan.WithManifestCache(e.Ctx, cache), fs, tbl.Metadata(), tbl.CurrentSnapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache.Retain()
+		want, err := scan.LoadState(e.Ctx, base, tbl.Metadata(), tbl.CurrentSnapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range fs.opens {
+			if strings.HasSuffix(p, ".avro") && !strings.Contains(p, "snap-") {
+				opened = append(opened, p)
+			}
+		}
+		return opened, fmt.Sprint(paths(got)) == fmt.Sprint(paths(want)) && len(got.Deletes) == len(want.Deletes)
+	}
+	if opened, same := build(); len(opened) != 4 || !same {
+		t.Fatalf("first build: %d manifests opened (want 4), same state %v", len(opened), same)
+	}
+	appendRows(4)
+	if _, err := tableops.Delete(e.Ctx, e.Target("t", ""), tabletest.ColEq("id", false, int64(3))); err != nil {
+		t.Fatal(err)
+	}
+	if opened, same := build(); len(opened) != 2 || !same {
+		t.Fatalf("after an append and a delete: %v opened (want the 2 new manifests), same state %v", opened, same)
+	}
+	held := cache.Len()
+	if _, err := tableops.Compact(e.Ctx, e.Target("t", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, same := build(); !same {
+		t.Fatal("after a compaction: the state through the cache differs")
+	}
+	tbl := e.Load("t")
+	base, _ := tbl.FS(e.Ctx)
+	listed, err := tbl.CurrentSnapshot().Manifests(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cache.Len() != len(listed) || cache.Len() >= held {
+		t.Fatalf("after a compaction the cache holds %d manifests (had %d), want the %d listed", cache.Len(), held, len(listed))
+	}
+}
+
+// paths lists the data file paths of st, sorted.
+func paths(st *scan.State) []string {
+	var out []string
+	for _, d := range st.Data {
+		out = append(out, d.Path())
+	}
+	sort.Strings(out)
+	return out
+}

@@ -93,8 +93,12 @@ func (r *Runner) Build(ctx context.Context, t *Transform) (*Result, error) {
 	log = log.With("transform", t.Name)
 	// NB: manifests are immutable: the steps of one build (the net
 	// changes of each input load the states before and after every
-	// change, nearly the same manifests) decode each one once.
-	ctx = scan.WithManifestCache(ctx, scan.NewManifestCache(0))
+	// change, nearly the same manifests) decode each one once, and the
+	// next build of t in this process starts from what this one read
+	// (manifestStore).
+	mc := takeManifests(t.Name)
+	defer keepManifests(t.Name, mc)
+	ctx = scan.WithManifestCache(ctx, mc)
 	b := &build{ctx: ctx, r: r, t: t, log: log, inputs: map[string]*Input{}, outputs: map[string]*Output{}}
 	res := &Result{Transform: t.Name, Started: time.Now()}
 	b.next = state.Build{Transform: t.Name, SemanticVersion: t.SemanticVersion}

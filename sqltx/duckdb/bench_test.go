@@ -81,13 +81,20 @@ func cpuTime(b *testing.B) time.Duration {
 // beside the wall time: the machine is shared, and CPU time is what the
 // load changes least. Each build runs under the pprof label build=<the
 // benchmark's name>, so that a -cpuprofile of the run can be cut to the
-// timed builds (go tool pprof -tagfocus build=incremental).
+// timed builds (go tool pprof -tagfocus build=incremental). With
+// FLOE_SQL_BENCH_FRESH set, each build starts without the manifests the
+// process kept from the last one, as the build of a one-shot process
+// (floe run --once) does.
 func benchBuilds(b *testing.B, e *env, tr *transform.Transform, full bool, update func()) {
 	r := &transform.Runner{Catalog: e.Cat, Full: full, Logger: quiet}
+	fresh := os.Getenv("FLOE_SQL_BENCH_FRESH") != ""
 	var cpu time.Duration
 	for range b.N {
 		b.StopTimer()
 		update()
+		if fresh {
+			transform.DropRetainedManifests()
+		}
 		b.StartTimer()
 		c0 := cpuTime(b)
 		var res *transform.Result
