@@ -3,6 +3,7 @@ package scan
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -42,9 +43,10 @@ func planCached(ctx context.Context, tbl *table.Table, snap *table.Snapshot, fil
 	if err != nil {
 		return nil, false, fmt.Errorf("plan scan of %s at snapshot %d: %w", FormatIdent(tbl.Identifier()), snap.SnapshotID, err)
 	}
+	mayMatch := compileFileFilter(bound)
 	out := make([]Task, 0, len(st.Data))
 	for _, e := range st.Data {
-		if bound != nil && !fileMayMatch(bound, e.File) {
+		if !mayMatch(e.File) {
 			continue
 		}
 		seq := e.DataSeq
@@ -53,32 +55,119 @@ func planCached(ctx context.Context, tbl *table.Table, snap *table.Snapshot, fil
 	return out, true, nil
 }
 
-// fileMayMatch reports whether data file df may hold a row matching the
-// bound expression e, by the lower and upper bounds of its columns:
-// conservative, true whenever the statistics cannot rule the file out
-// (no bounds, a type without an order, NOT, a transform, NaN, ...).
-func fileMayMatch(e iceberg.BooleanExpression, df iceberg.DataFile) bool {
-	ok, err := iceberg.VisitExpr(e, statsVisitor{df})
-	return ok || err != nil
+// compileFileFilter returns a test of whether a data file may hold a row
+// matching the bound expression e (nil: every file), by the lower and
+// upper bounds of its columns: conservative, true whenever the statistics
+// cannot rule the file out (no bounds, a type without an order, NOT, a
+// transform, NaN, ...). A plan tests every file of a table against one
+// filter, and a build's key filters are IN lists of up to thousands of
+// values: the lists are sorted once here (a file is then one binary
+// search), and conjunctions test their cheaper side first and stop at
+// the first answer.
+func compileFileFilter(e iceberg.BooleanExpression) func(iceberg.DataFile) bool {
+	always := func(iceberg.DataFile) bool { return true }
+	if e == nil {
+		return always
+	}
+	t, err := iceberg.VisitExpr(e, filterCompiler{})
+	if err != nil {
+		return always
+	}
+	return t.test
 }
 
-type statsVisitor struct{ df iceberg.DataFile }
+// fileTest is a compiled part of a file filter and what testing it costs
+// (the length of its IN lists).
+type fileTest struct {
+	cost int
+	test func(iceberg.DataFile) bool
+}
 
-func (statsVisitor) VisitTrue() bool                            { return true }
-func (statsVisitor) VisitFalse() bool                           { return false }
-func (statsVisitor) VisitNot(bool) bool                         { return true }
-func (statsVisitor) VisitAnd(l, r bool) bool                    { return l && r }
-func (statsVisitor) VisitOr(l, r bool) bool                     { return l || r }
-func (statsVisitor) VisitUnbound(iceberg.UnboundPredicate) bool { return true }
+type filterCompiler struct{}
 
-func (v statsVisitor) VisitBound(p iceberg.BoundPredicate) bool {
+var keepAll = fileTest{test: func(iceberg.DataFile) bool { return true }}
+
+func (filterCompiler) VisitTrue() fileTest { return keepAll }
+func (filterCompiler) VisitFalse() fileTest {
+	return fileTest{test: func(iceberg.DataFile) bool { return false }}
+}
+func (filterCompiler) VisitNot(fileTest) fileTest                     { return keepAll }
+func (filterCompiler) VisitUnbound(iceberg.UnboundPredicate) fileTest { return keepAll }
+
+func (filterCompiler) VisitAnd(l, r fileTest) fileTest {
+	if r.cost < l.cost {
+		l, r = r, l
+	}
+	return fileTest{cost: l.cost + r.cost, test: func(df iceberg.DataFile) bool { return l.test(df) && r.test(df) }}
+}
+
+func (filterCompiler) VisitOr(l, r fileTest) fileTest {
+	if r.cost < l.cost {
+		l, r = r, l
+	}
+	return fileTest{cost: l.cost + r.cost, test: func(df iceberg.DataFile) bool { return l.test(df) || r.test(df) }}
+}
+
+func (filterCompiler) VisitBound(p iceberg.BoundPredicate) fileTest {
+	q, isSet := p.(iceberg.BoundSetPredicate)
+	ref, isRef := p.Term().(iceberg.BoundReference)
+	if !isSet || q.Op() != iceberg.OpIn || !isRef {
+		return fileTest{cost: 1, test: func(df iceberg.DataFile) bool { return mayMatch(df, p) }}
+	}
+	members := q.Literals().Members()
+	xs := make([]any, len(members))
+	for i, l := range members {
+		xs[i] = l.Any()
+	}
+	sorted := true
+	slices.SortFunc(xs, func(a, b any) int {
+		c, ok := compareValues(a, b)
+		sorted = sorted && ok
+		return c
+	})
+	f := ref.Field()
+	return fileTest{cost: len(xs), test: func(df iceberg.DataFile) bool {
+		lo, hasLo := boundOf(df.LowerBoundValues(), f)
+		hi, hasHi := boundOf(df.UpperBoundValues(), f)
+		below := func(x any) bool { c, ok := compareValues(x, lo); return hasLo && ok && c < 0 }
+		above := func(x any) bool { c, ok := compareUpper(x, hi); return hasHi && ok && c > 0 }
+		if sorted && len(xs) > 0 {
+			_, loOK := compareValues(xs[0], lo)
+			_, hiOK := compareUpper(xs[0], hi)
+			if (!hasLo || loOK) && (!hasHi || hiOK) {
+				// below holds for a prefix of the sorted values and
+				// above for a suffix (a truncated upper bound compares
+				// prefixes, which keeps the order): the file may match
+				// when the first value not below is not above.
+				i, _ := slices.BinarySearchFunc(xs, true, func(x any, _ bool) int {
+					if below(x) {
+						return -1
+					}
+					return 1
+				})
+				return i < len(xs) && !above(xs[i])
+			}
+		}
+		for _, x := range xs {
+			if !below(x) && !above(x) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// mayMatch reports whether data file df may hold a row for which the
+// bound predicate p holds, by its column bounds (IN lists: see VisitBound
+// of filterCompiler).
+func mayMatch(df iceberg.DataFile, p iceberg.BoundPredicate) bool {
 	ref, isRef := p.Term().(iceberg.BoundReference)
 	if !isRef {
 		return true
 	}
 	f := ref.Field()
-	lo, hasLo := v.bound(v.df.LowerBoundValues(), f)
-	hi, hasHi := v.bound(v.df.UpperBoundValues(), f)
+	lo, hasLo := boundOf(df.LowerBoundValues(), f)
+	hi, hasHi := boundOf(df.UpperBoundValues(), f)
 	// below: x < lo rules the file out; above: x > hi does.
 	below := func(x any) bool {
 		c, ok := compareValues(x, lo)
@@ -105,16 +194,6 @@ func (v statsVisitor) VisitBound(p iceberg.BoundPredicate) bool {
 		case iceberg.OpGTEQ:
 			return !above(x)
 		}
-	case iceberg.BoundSetPredicate:
-		if q.Op() != iceberg.OpIn {
-			return true
-		}
-		for _, l := range q.Literals().Members() {
-			if x := l.Any(); !below(x) && !above(x) {
-				return true
-			}
-		}
-		return false
 	}
 	return true
 }
@@ -130,8 +209,8 @@ func truncatable(x any) bool {
 	return false
 }
 
-// bound decodes the bound of field f in bounds.
-func (statsVisitor) bound(bounds map[int][]byte, f iceberg.NestedField) (any, bool) {
+// boundOf decodes the bound of field f in bounds.
+func boundOf(bounds map[int][]byte, f iceberg.NestedField) (any, bool) {
 	b, ok := bounds[f.ID]
 	if !ok || b == nil {
 		return nil, false
