@@ -42,12 +42,16 @@ var directReads atomic.Int64
 // false, having read nothing, for any other file, which iceberg-go's
 // reader then reads.
 //
+// With where (a filter bound to the table's schema), the row groups whose
+// statistics rule it out are not read (see keptGroups): the batches then
+// hold the rows of the other row groups only, at their positions.
+//
 // Why: iceberg-go v0.7.0 opens Parquet files with default reader
 // properties and gives no way to change them, so each column reader
 // loads its whole column chunk into memory for as long as it reads the
 // row group (a 1M-row file: tens of MiB per file read). Here each column
 // reads through a buffer of directBufferSize.
-func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage) (iter.Seq2[Batch, error], bool) {
+func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage, where iceberg.BooleanExpression) (iter.Seq2[Batch, error], bool) {
 	if !useDirect || len(names) == 0 || df.FileFormat() != iceberg.ParquetFile || df.ContentType() != iceberg.EntryContentData {
 		return nil, false
 	}
@@ -158,12 +162,28 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 		ids[k] = fd.ID
 		leaves = append(leaves, mf.ColIndex)
 	}
+	// The runs of row groups to read: all of them, or those where may
+	// hold in.
+	var runs [][]int
+	if pr.NumRowGroups() > 0 {
+		runs = [][]int{make([]int, pr.NumRowGroups())}
+		for g := range runs[0] {
+			runs[0][g] = g
+		}
+	}
+	if where != nil && len(runs) > 0 {
+		if runs = keptGroups(pr, byID, r.schema, df, where); len(runs) == 0 {
+			pr.Close()
+			directReads.Add(1)
+			return func(func(Batch, error) bool) {}, true // no row group may hold a row where holds for
+		}
+	}
 	// With only columns the file does not store (lineage, added later)
 	// there is nothing to read: the rows are counted from the footer.
 	var readers []*pqarrow.ColumnReader
 	got := arrow.NewSchema(nil, nil)
-	if len(leaves) > 0 {
-		readers, got, err = fieldReaders(ctx, fr, leaves)
+	if len(leaves) > 0 && len(runs) > 0 {
+		readers, got, err = fieldReaders(ctx, fr, leaves, runs[0])
 		if err != nil {
 			pr.Close()
 			return nil, false
@@ -194,30 +214,52 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 		}
 	}
 	directReads.Add(1)
-	var rows int64
-	for _, rg := range pr.MetaData().RowGroups {
-		rows += rg.NumRows
+	// starts[g] is the position of row group g's first row; starts[len] the
+	// file's row count.
+	starts := make([]int64, pr.NumRowGroups()+1)
+	for g, rg := range pr.MetaData().RowGroups {
+		starts[g+1] = starts[g] + rg.NumRows
 	}
+	rows := starts[len(starts)-1]
 	batch := min(int64(r.batchSize), max(1, int64(bitutil.NextPowerOf2(int(rows)))))
 	damaged := func(problem string) error {
 		return &CorruptFileError{Table: r.checked.table, Kind: "data file", Path: df.FilePath(), Problem: problem}
 	}
 	return func(yield func(Batch, error) bool) {
 		defer pr.Close()
-		defer release()
-		var next int64
+		defer func() { release() }()
+		if len(runs) == 0 {
+			return
+		}
+		run := 0
+		next, end := starts[runs[0][0]], starts[runs[0][len(runs[0])-1]+1]
 		for {
 			if err := ctx.Err(); err != nil {
 				yield(Batch{}, err)
 				return
 			}
+			if next >= end { // the end of a run: on to the next one
+				if run++; run == len(runs) {
+					return
+				}
+				g := runs[run]
+				next, end = starts[g[0]], starts[g[len(g)-1]+1]
+				if len(readers) > 0 {
+					release()
+					var err error
+					if readers, _, err = fieldReaders(ctx, fr, leaves, g); err != nil {
+						readers = nil
+						yield(Batch{}, r.readError(df, err))
+						return
+					}
+				}
+				continue
+			}
 			var cols []arrow.Array
 			var err error
-			n := min(batch, rows-next)
+			n := min(batch, end-next)
 			if len(readers) > 0 {
-				cols, err = readColumns(readers, batch)
-			} else if n <= 0 {
-				return
+				cols, err = readColumns(readers, n)
 			}
 			if err != nil {
 				var pe *decodePanic
@@ -231,6 +273,7 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 			}
 			if len(readers) > 0 {
 				if cols == nil {
+					yield(Batch{}, damaged(fmt.Sprintf("its row groups hold fewer rows than its footer says (%d from row %d on)", end-next, next)))
 					return
 				}
 				n = int64(cols[0].Len())
@@ -345,18 +388,15 @@ type decodePanic struct{ value any }
 
 func (p *decodePanic) Error() string { return fmt.Sprintf("the Parquet decoder failed: %v", p.value) }
 
-// fieldReaders makes a column reader for each of leaves (in order) and the
-// schema of their output, with a decoder panic returned as *decodePanic.
-func fieldReaders(ctx context.Context, fr *pqarrow.FileReader, leaves []int) (_ []*pqarrow.ColumnReader, _ *arrow.Schema, err error) {
+// fieldReaders makes a column reader for each of leaves (in order) over
+// the row groups groups and the schema of their output, with a decoder
+// panic returned as *decodePanic.
+func fieldReaders(ctx context.Context, fr *pqarrow.FileReader, leaves, groups []int) (_ []*pqarrow.ColumnReader, _ *arrow.Schema, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &decodePanic{value: p}
 		}
 	}()
-	groups := make([]int, fr.ParquetReader().NumRowGroups()) // nil would be none
-	for i := range groups {
-		groups[i] = i
-	}
 	readers, sc, err := fr.GetFieldReaders(ctx, leaves, groups)
 	if err != nil {
 		return nil, nil, err

@@ -50,12 +50,14 @@ func (f *FileRows) Trim(rec arrow.RecordBatch) arrow.RecordBatch {
 // tables) are filled from the manifest's partition values, as the spec's
 // column projection rule requires.
 func (r *Reader) Open(ctx context.Context, df iceberg.DataFile, cols []string, sets ...*DeleteSet) (*FileRows, error) {
-	return r.open(ctx, df, cols, nil, sets...)
+	return r.open(ctx, df, cols, nil, nil, sets...)
 }
 
 // open is Open; with lin, the requested columns end with the row-lineage
-// columns _row_id and _last_updated_sequence_number (see LiveLineage).
-func (r *Reader) open(ctx context.Context, df iceberg.DataFile, cols []string, lin *Lineage, sets ...*DeleteSet) (*FileRows, error) {
+// columns _row_id and _last_updated_sequence_number (see LiveLineage);
+// with where (bound to the table's schema), row groups whose statistics
+// rule it out may be left out (see direct).
+func (r *Reader) open(ctx context.Context, df iceberg.DataFile, cols []string, lin *Lineage, where iceberg.BooleanExpression, sets ...*DeleteSet) (*FileRows, error) {
 	proj, err := r.project(cols)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", df.FilePath(), err)
@@ -104,7 +106,7 @@ func (r *Reader) open(ctx context.Context, df iceberg.DataFile, cols []string, l
 	fill := r.partitionFill(df, ordered)
 	fr := &FileRows{Schema: as, Requested: requested, ColOf: colOf, outSchema: outSchema}
 	fr.Rows = func(yield func(Batch, error) bool) {
-		for b, err := range r.raw(ctx, df, names, lin) {
+		for b, err := range r.raw(ctx, df, names, lin, where) {
 			if err != nil {
 				yield(Batch{}, err)
 				return

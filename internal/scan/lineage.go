@@ -43,5 +43,5 @@ func (t Task) Lineage(meta table.Metadata) (Lineage, bool) {
 // inheritance fills them from lin). cols may be empty (only the lineage
 // columns) or nil (every column).
 func (r *Reader) LiveLineage(ctx context.Context, df iceberg.DataFile, lin Lineage, d Deletes, cols []string) (*arrow.Schema, iter.Seq2[Batch, error], error) {
-	return r.live(ctx, df, d, cols, &lin)
+	return r.live(ctx, df, d, cols, &lin, nil)
 }

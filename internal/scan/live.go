@@ -19,15 +19,31 @@ import (
 // live, projected onto cols (nil = all columns), each batch with the file
 // positions of its rows. It returns the Arrow schema of the batches.
 func (r *Reader) Live(ctx context.Context, df iceberg.DataFile, d Deletes, cols []string) (*arrow.Schema, iter.Seq2[Batch, error], error) {
-	return r.live(ctx, df, d, cols, nil)
+	return r.live(ctx, df, d, cols, nil, nil)
 }
 
-func (r *Reader) live(ctx context.Context, df iceberg.DataFile, d Deletes, cols []string, lin *Lineage) (*arrow.Schema, iter.Seq2[Batch, error], error) {
+// LiveWhere is Live, except that it may leave out rows for which filter
+// (unbound, by column name) cannot hold: the row groups of df whose
+// column statistics rule it out are not read (see direct). The rows it
+// gives are a subset of Live's with the same positions, and hold every
+// live row for which filter holds. A filter that does not bind to the
+// table's schema leaves nothing out.
+func (r *Reader) LiveWhere(ctx context.Context, df iceberg.DataFile, d Deletes, cols []string, filter iceberg.BooleanExpression) (*arrow.Schema, iter.Seq2[Batch, error], error) {
+	var where iceberg.BooleanExpression
+	if filter != nil {
+		if b, err := iceberg.BindExpr(r.schema, filter, true); err == nil {
+			where = b
+		}
+	}
+	return r.live(ctx, df, d, cols, nil, where)
+}
+
+func (r *Reader) live(ctx context.Context, df iceberg.DataFile, d Deletes, cols []string, lin *Lineage, where iceberg.BooleanExpression) (*arrow.Schema, iter.Seq2[Batch, error], error) {
 	ds, err := r.LoadDeletes(ctx, df, d)
 	if err != nil {
 		return nil, nil, err
 	}
-	fr, err := r.open(ctx, df, cols, lin, ds)
+	fr, err := r.open(ctx, df, cols, lin, where, ds)
 	if err != nil {
 		return nil, nil, err
 	}

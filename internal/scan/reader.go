@@ -364,7 +364,7 @@ func (r *Reader) loadEq(ctx context.Context, ef iceberg.DataFile, e *eqDeletes) 
 	}
 	e.keys = map[string]struct{}{}
 	var buf []byte
-	for b, err := range r.raw(ctx, ef, names, nil) {
+	for b, err := range r.raw(ctx, ef, names, nil, nil) {
 		if ce := corruptFile(err); ce != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidDeleteFile, ce) // it names the file
 		}
@@ -426,9 +426,9 @@ func (d *DeleteSet) Deleted(rec arrow.RecordBatch, colOf map[int]int, i int, pos
 // may ask for are filled from the file's row-lineage constants where the
 // file does not store them (or stores NULL): by direct, or by iceberg-go
 // from the task's constants.
-func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage) iter.Seq2[Batch, error] {
+func (r *Reader) raw(ctx context.Context, df iceberg.DataFile, names []string, lin *Lineage, where iceberg.BooleanExpression) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
-		if seq, ok := r.direct(ctx, df, names, lin); ok {
+		if seq, ok := r.direct(ctx, df, names, lin, where); ok {
 			seq(yield)
 			return
 		}

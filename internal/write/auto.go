@@ -62,7 +62,7 @@ func (res *Result) chooseMode(ctx context.Context, reader *scan.Reader, tasks []
 				return nil, nil
 			}
 		}
-		touched, live, err := matchFile(ctx, reader, t, req.Visitor)
+		touched, live, err := matchFile(ctx, reader, t, req.Visitor, nil) // every row: auto weighs the touched fraction of the live rows
 		if err != nil {
 			return nil, err
 		}

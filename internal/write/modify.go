@@ -447,7 +447,9 @@ func paths(files []iceberg.DataFile) []string {
 // doFile runs the match pass over one data file and, when rows are
 // touched, the rewrite pass. It returns the work and the files it wrote.
 func (res *Result) doFile(ctx context.Context, reader *scan.Reader, wfs iceio.WriteFileIO, schema *arrow.Schema, t scan.Task, req Request) (*fileWork, []string, error) {
-	touched, live, err := matchFile(ctx, reader, t, req.Visitor)
+	// NB: live, from the row groups read, is used by auto only, which
+	// matched every row (chooseMode).
+	touched, live, err := matchFile(ctx, reader, t, req.Visitor, req.Filter)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -596,9 +598,11 @@ type touchedFile struct {
 
 // matchFile reads the match columns of one file's live rows and returns
 // the positions the visitor touches (nil when none) and the number of live
-// rows.
-func matchFile(ctx context.Context, reader *scan.Reader, t scan.Task, v *Visitor) (*roaring64.Bitmap, int64, error) {
-	_, seq, err := reader.Live(ctx, t.File, t.Deletes, v.MatchColumns)
+// rows read. With filter (the request's: no row it rules out is touched)
+// the row groups whose statistics rule it out are not read, so the count
+// is of the rows of the others.
+func matchFile(ctx context.Context, reader *scan.Reader, t scan.Task, v *Visitor, filter iceberg.BooleanExpression) (*roaring64.Bitmap, int64, error) {
+	_, seq, err := reader.LiveWhere(ctx, t.File, t.Deletes, v.MatchColumns, filter)
 	if err != nil {
 		return nil, 0, err
 	}
