@@ -162,15 +162,9 @@ func (r *Reader) direct(ctx context.Context, df iceberg.DataFile, names []string
 		ids[k] = fd.ID
 		leaves = append(leaves, mf.ColIndex)
 	}
-	// The runs of row groups to read: all of them, or those where may
-	// hold in.
-	var runs [][]int
-	if pr.NumRowGroups() > 0 {
-		runs = [][]int{make([]int, pr.NumRowGroups())}
-		for g := range runs[0] {
-			runs[0][g] = g
-		}
-	}
+	// The runs of row groups to read: all of them, or those in which
+	// where may hold.
+	runs := allGroups(pr.NumRowGroups())
 	if where != nil && len(runs) > 0 {
 		if runs = keptGroups(pr, byID, r.schema, df, where); len(runs) == 0 {
 			pr.Close()

@@ -65,13 +65,12 @@ func planCached(ctx context.Context, tbl *table.Table, snap *table.Snapshot, fil
 // search), and conjunctions test their cheaper side first and stop at
 // the first answer.
 func compileFileFilter(e iceberg.BooleanExpression) func(iceberg.DataFile) bool {
-	always := func(iceberg.DataFile) bool { return true }
 	if e == nil {
-		return always
+		return keepAll.test
 	}
 	t, err := iceberg.VisitExpr(e, filterCompiler{})
 	if err != nil {
-		return always
+		return keepAll.test
 	}
 	return t.test
 }

@@ -27,10 +27,7 @@ import (
 func keptGroups(pr *file.Reader, byID map[int]int, sc *iceberg.Schema, df iceberg.DataFile, where iceberg.BooleanExpression) (runs [][]int) {
 	defer func() {
 		if recover() != nil {
-			runs = [][]int{make([]int, pr.NumRowGroups())}
-			for g := range runs[0] {
-				runs[0][g] = g
-			}
+			runs = allGroups(pr.NumRowGroups())
 		}
 	}()
 	type intCol struct {
@@ -87,6 +84,18 @@ func keptGroups(pr *file.Reader, byID map[int]int, sc *iceberg.Schema, df iceber
 		prev = g
 	}
 	return runs
+}
+
+// allGroups is the one run of all n row groups (none when n is 0).
+func allGroups(n int) [][]int {
+	if n == 0 {
+		return nil
+	}
+	run := make([]int, n)
+	for g := range run {
+		run[g] = g
+	}
+	return [][]int{run}
 }
 
 // intStats is the minimum and maximum of integer column leaf in row group
